@@ -1,0 +1,1 @@
+"""Pieces shared by the algorithms: the consistency equations and the path replay."""

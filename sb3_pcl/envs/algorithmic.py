@@ -1,0 +1,758 @@
+"""
+Gymnasium port of OpenAI Gym's algorithmic tasks (``Copy``, ``DuplicatedInput``, ``RepeatCopy``,
+``Reverse``, ``ReversedAddition`` and ``ReversedAddition3``).
+
+Gym removed these environments in release 0.20. This module reproduces the behaviour of the last gym
+releases that shipped them (0.7.3 to 0.19.0); the rules are written down in ``ALGORITHMIC_TASKS.md``.
+The differences with gym are only in the interface:
+
+* the ``Tuple(move, write, symbol)`` action space is exposed as ``MultiDiscrete([moves, 2, base])``
+  (Stable-Baselines3 has no ``Tuple`` action support); the single ``Discrete`` encoding used by the
+  original PCL/UREX code is available through :class:`sb3_pcl.envs.wrappers.CombinedActionWrapper`;
+* the gymnasium API: ``reset(seed=...)`` returns ``(obs, info)``, ``step`` returns
+  ``(obs, reward, terminated, truncated, info)``. An episode ended by the task rules (wrong symbol,
+  whole target written, or the task's own time limit) is ``terminated=True``: the time limit is part of
+  the task, it is not a truncation. ``truncated`` is always ``False`` (the registered 200-step
+  ``TimeLimit`` never binds);
+* the curriculum (``min_length`` and the list of reward shortfalls) is stored **per instance**.
+  gym <= 0.17.2 kept it in class attributes shared by every instance of a task in a process,
+  later gym versions per instance, which is the behaviour reproduced here;
+* the curriculum settings are constructor arguments (``last``, ``min_reward_threshold``,
+  ``starting_min_length``). Note that setting an attribute such as ``last`` on a gymnasium wrapper
+  does not reach the base environment: use ``gym.make(env_id, last=100)`` or ``env.unwrapped.last``.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = [
+    "AlgorithmicEnv",
+    "CopyEnv",
+    "DuplicatedInputEnv",
+    "GridAlgorithmicEnv",
+    "RepeatCopyEnv",
+    "ReverseEnv",
+    "ReversedAddition3Env",
+    "ReversedAdditionEnv",
+    "TapeAlgorithmicEnv",
+    "duplicated_input_data",
+    "duplicated_input_target",
+    "reversed_addition_target",
+]
+
+
+def duplicated_input_data(symbols: Sequence[int] | np.ndarray, duplication: int = 2) -> np.ndarray:
+    """
+    Build the input tape of ``DuplicatedInput``: every symbol written ``duplication`` times in a row.
+
+    :param symbols: The distinct symbols, in order.
+    :param duplication: How many times each symbol is repeated.
+    :return: The input tape, of length ``len(symbols) * duplication``.
+    """
+    return np.repeat(np.asarray(symbols, dtype=np.int64), duplication)
+
+
+def duplicated_input_target(input_data: Sequence[int] | np.ndarray, duplication: int = 2) -> np.ndarray:
+    """
+    Target of ``DuplicatedInput``: every ``duplication``-th symbol of the input, starting with the first.
+
+    :param input_data: The input tape.
+    :param duplication: How many times each symbol is repeated on the input tape.
+    :return: The target sequence.
+    """
+    return np.asarray(input_data, dtype=np.int64)[::duplication].copy()
+
+
+def reversed_addition_target(columns: Sequence[Sequence[int]] | np.ndarray, base: int = 3) -> np.ndarray:
+    """
+    Target of the reversed addition tasks: the digit-wise sum of the rows, least significant digit first.
+
+    The input grid is given column by column, column 0 holding the least significant digit of every
+    row. The target holds, from column 0 on, ``(sum of the column + carry) % base``, followed by the
+    final carry when it is not zero.
+
+    Example (base 3): columns ``[[2, 2], [1, 0]]`` give ``[1, 2]``; ``[[1, 2], [1, 0], [2, 2]]`` give
+    ``[0, 2, 1, 1]``.
+
+    :param columns: The digits, one sequence per column (all of the same length, the number of rows).
+    :param base: The base of the numbers.
+    :return: The target digits.
+    """
+    carry = 0
+    digits: list[int] = []
+    for column in columns:
+        total = int(sum(int(digit) for digit in column)) + carry
+        digits.append(total % base)
+        carry = total // base
+    if carry > 0:
+        digits.append(carry)
+    return np.asarray(digits, dtype=np.int64)
+
+
+class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
+    """
+    Base class of the algorithmic tasks: read an input (tape or grid) with a movable read head and
+    write the target sequence on an output tape, one symbol at a time.
+
+    Observation: ``Discrete(base + 1)``, the symbol under the read head (``base`` means blank, i.e. any
+    cell outside the input). Action: ``MultiDiscrete([len(MOVEMENTS), 2, base])`` = (move, write?, symbol);
+    the symbol is ignored unless ``write == 1``.
+
+    One step: ``time += 1``; if writing, compare the symbol with ``target[write_pos]`` (+1 if correct,
+    -0.5 and end of the episode otherwise), then ``write_pos += 1`` and the episode ends once the whole
+    target has been written; move the read head (unbounded); if ``time > time_limit`` the step's reward
+    is replaced by -1 and the episode ends; observe the symbol under the head.
+
+    Curriculum: each episode uses an input length ``min_length + uniform{0, 1, 2}``. At every reset the
+    shortfall of the finished episode (total reward - len(target)) is appended to a list keeping the
+    last ``last`` values. When the list is full, its minimum is ``>= min_reward_threshold`` and
+    ``min_length < 30``, ``min_length`` is increased by one and the list is cleared.
+    As in gym, whose constructor called ``reset()``, the first reset after construction records the
+    shortfall of an episode that was drawn but never played (``-len(target)``); that phantom episode
+    is drawn from a generator jumped ahead of ``self.np_random`` so that it does not consume random
+    numbers of the real episodes (``reset(seed=s)`` always gives the same input for a given curriculum).
+
+    :param base: Number of symbols (task default when ``None``).
+    :param chars: Render symbols as letters ``'A' + i`` instead of digits (task default when ``None``).
+    :param starting_min_length: Initial curriculum length (task default when ``None``).
+    :param last: Number of recent episode shortfalls considered for promotion (task default when ``None``).
+    :param min_reward_threshold: A promotion needs the worst of the last ``last`` shortfalls to be at least
+        this value (task default when ``None``).
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    #: Names of the moves of the read head, indexed by the move component of the action.
+    MOVEMENTS: ClassVar[tuple[str, ...]] = ()
+    #: Curriculum cap: no promotion once ``min_length`` has reached this value.
+    MAX_MIN_LENGTH: ClassVar[int] = 30
+    #: Reward of a correct write.
+    CORRECT_REWARD: ClassVar[float] = 1.0
+    #: Reward of a wrong write (the episode ends).
+    WRONG_REWARD: ClassVar[float] = -0.5
+    #: Reward replacing the step's reward once the time limit is exceeded (the episode ends).
+    TIME_LIMIT_REWARD: ClassVar[float] = -1.0
+
+    DEFAULT_BASE: ClassVar[int] = 10
+    DEFAULT_CHARS: ClassVar[bool] = False
+    DEFAULT_STARTING_MIN_LENGTH: ClassVar[int] = 2
+    DEFAULT_LAST: ClassVar[int] = 10
+    DEFAULT_MIN_REWARD_THRESHOLD: ClassVar[float] = -1.0
+
+    def __init__(
+        self,
+        base: int | None = None,
+        chars: bool | None = None,
+        starting_min_length: int | None = None,
+        last: int | None = None,
+        min_reward_threshold: float | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.base = int(self.DEFAULT_BASE if base is None else base)
+        self.chars = bool(self.DEFAULT_CHARS if chars is None else chars)
+        self.starting_min_length = int(self.DEFAULT_STARTING_MIN_LENGTH if starting_min_length is None else starting_min_length)
+        self.last = int(self.DEFAULT_LAST if last is None else last)
+        self.min_reward_threshold = float(
+            self.DEFAULT_MIN_REWARD_THRESHOLD if min_reward_threshold is None else min_reward_threshold
+        )
+        if self.base < 1:
+            raise ValueError(f"base must be >= 1, got {self.base}")
+        if self.starting_min_length < 1:
+            raise ValueError(f"starting_min_length must be >= 1, got {self.starting_min_length}")
+        if self.last < 1:
+            raise ValueError(f"last must be >= 1, got {self.last}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"Unsupported render_mode {render_mode!r}, expected None or one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+
+        self.observation_space = spaces.Discrete(self.base + 1)
+        self.action_space = spaces.MultiDiscrete([len(self.MOVEMENTS), 2, self.base])
+        if self.chars:
+            self.charmap = [chr(ord("A") + i) for i in range(self.base)]
+        else:
+            self.charmap = [str(i) for i in range(self.base)]
+        self.charmap.append(" ")
+
+        # Curriculum state (per instance).
+        self.min_length = self.starting_min_length
+        self.reward_shortfalls: list[float] = []
+        # ``None`` until the first reset (used to reproduce gym's first-reset quirk).
+        self.episode_total_reward: float | None = None
+
+        # Episode state.
+        self.input_data = np.zeros(0, dtype=np.int64)
+        self.target = np.zeros(0, dtype=np.int64)
+        self.written: list[int] = []
+        self.time = 0
+        self.write_head_position = 0
+        self.last_action: tuple[int, int, int] | None = None
+        self.last_reward = 0.0
+        self._reset_read_head()
+
+    # ------------------------------------------------------------------
+    # Task-specific parts
+    # ------------------------------------------------------------------
+    @abc.abstractmethod
+    def generate_input_data(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """
+        Draw the input of an episode.
+
+        :param size: The input length ``n`` drawn by the curriculum.
+        :param rng: The random generator to use.
+        :return: The input (1-D tape or ``(columns, rows)`` grid) of integer symbols in ``[0, base)``.
+        """
+
+    @abc.abstractmethod
+    def target_from_input_data(self, input_data: np.ndarray) -> np.ndarray:
+        """
+        Compute the target sequence of an input.
+
+        :param input_data: The input tape or grid.
+        :return: The 1-D target sequence.
+        """
+
+    @property
+    @abc.abstractmethod
+    def input_width(self) -> int:
+        """Length of the input tape, or number of columns of the input grid."""
+
+    @property
+    @abc.abstractmethod
+    def time_limit(self) -> int:
+        """Number of steps after which every step gets the -1 time-limit reward and ends the episode."""
+
+    @abc.abstractmethod
+    def _reset_read_head(self) -> None:
+        """Put the read head at its start position."""
+
+    @abc.abstractmethod
+    def _move(self, move: int) -> None:
+        """
+        Move the read head.
+
+        :param move: The move component of the action.
+        """
+
+    @abc.abstractmethod
+    def _observe(self) -> int:
+        """:return: The symbol under the read head (``base`` when the head is outside the input)."""
+
+    @abc.abstractmethod
+    def render_observation(self) -> list[str]:
+        """:return: The lines showing the input with the read head."""
+
+    # ------------------------------------------------------------------
+    # Curriculum
+    # ------------------------------------------------------------------
+    def _record_shortfall(self, shortfall: float) -> None:
+        """
+        Append an episode's reward shortfall and promote the curriculum when due.
+
+        :param shortfall: Total reward of the episode minus the length of its target.
+        """
+        self.reward_shortfalls.append(float(shortfall))
+        self.reward_shortfalls = self.reward_shortfalls[-self.last :]
+        if (
+            len(self.reward_shortfalls) == self.last
+            and min(self.reward_shortfalls) >= self.min_reward_threshold
+            and self.min_length < self.MAX_MIN_LENGTH
+        ):
+            self.min_length += 1
+            self.reward_shortfalls = []
+
+    def _draw_episode(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """
+        Draw an input of length ``min_length + uniform{0, 1, 2}`` and compute its target.
+
+        :param rng: The random generator to use.
+        :return: The input and the target.
+        """
+        length = self.min_length + int(rng.integers(3))
+        input_data = self.generate_input_data(length, rng)
+        return input_data, self.target_from_input_data(input_data)
+
+    def _phantom_generator(self) -> np.random.Generator:
+        """
+        :return: A generator independent of (and not advancing) ``self.np_random``, deterministic given its state.
+        """
+        bit_generator = self.np_random.bit_generator
+        jumped = getattr(bit_generator, "jumped", None)
+        if callable(jumped):
+            return np.random.Generator(jumped())
+        # Bit generators without ``jumped`` (e.g. SFC64): a copy keeps determinism and leaves the state untouched.
+        return copy.deepcopy(self.np_random)
+
+    # ------------------------------------------------------------------
+    # Gymnasium API
+    # ------------------------------------------------------------------
+    def _get_info(self) -> dict[str, Any]:
+        return {"min_length": self.min_length, "target_length": len(self.target)}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.int64, dict[str, Any]]:
+        """
+        Record the finished episode for the curriculum and start a new one.
+
+        :param seed: Seed of ``self.np_random`` (the only source of randomness of the environment).
+        :param options: Unused.
+        :return: The first observation and the info dict (``min_length``, ``target_length``).
+        """
+        super().reset(seed=seed)
+        if self.episode_total_reward is None:
+            # gym's constructor drew an episode that was never played: its shortfall is -len(target).
+            _, phantom_target = self._draw_episode(self._phantom_generator())
+            self._record_shortfall(-float(len(phantom_target)))
+        else:
+            self._record_shortfall(self.episode_total_reward - len(self.target))
+
+        self.input_data, self.target = self._draw_episode(self.np_random)
+        self.written = []
+        self.time = 0
+        self.write_head_position = 0
+        self.episode_total_reward = 0.0
+        self.last_action = None
+        self.last_reward = 0.0
+        self._reset_read_head()
+        return np.int64(self._observe()), self._get_info()
+
+    def _validate_action(self, action: Any) -> tuple[int, int, int]:
+        """
+        :param action: A (move, write, symbol) triple.
+        :return: The action as three Python ints.
+        :raises ValueError: When the action is not in the action space.
+        """
+        array = np.asarray(action)
+        valid = array.shape == (3,) and array.dtype.kind in "iub"
+        if not valid and array.shape == (3,) and array.dtype.kind == "f":
+            valid = bool(np.all(np.isfinite(array)) and np.all(array == np.round(array)))
+        if valid:
+            array = array.astype(np.int64)
+            valid = bool(np.all(array >= 0) and np.all(array < self.action_space.nvec))
+        if not valid:
+            raise ValueError(f"Invalid action {action!r}: not in the action space {self.action_space}")
+        move, write, symbol = (int(value) for value in array)
+        return move, write, symbol
+
+    def step(self, action: np.ndarray) -> tuple[np.int64, float, bool, bool, dict[str, Any]]:
+        """
+        Apply a (move, write?, symbol) action.
+
+        :param action: The action, in ``MultiDiscrete([len(MOVEMENTS), 2, base])``.
+        :return: observation, reward, terminated, truncated (always ``False``), info.
+        """
+        if self.episode_total_reward is None:
+            raise RuntimeError("Call reset() before step()")
+        move, write, symbol = self._validate_action(action)
+        self.last_action = (move, write, symbol)
+        terminated = False
+        reward = 0.0
+
+        self.time += 1
+        if write == 1:
+            # As in gym, writing past the end of the target (only possible after the episode ended) is wrong.
+            correct = self.write_head_position < len(self.target) and symbol == int(self.target[self.write_head_position])
+            if correct:
+                reward = self.CORRECT_REWARD
+            else:
+                reward = self.WRONG_REWARD
+                terminated = True
+            self.written.append(symbol)
+            self.write_head_position += 1
+            if self.write_head_position >= len(self.target):
+                terminated = True
+        self._move(move)
+        if self.time > self.time_limit:
+            reward = self.TIME_LIMIT_REWARD
+            terminated = True
+
+        self.last_reward = reward
+        self.episode_total_reward += reward
+        return np.int64(self._observe()), reward, terminated, False, self._get_info()
+
+    def _symbol_str(self, symbol: int) -> str:
+        return self.charmap[symbol] if 0 <= symbol <= self.base else "?"
+
+    def _render_text(self) -> str:
+        header = f"Total length of input instance: {self.input_width}, step: {self.time}"
+        lines = [header, "=" * len(header), *self.render_observation()]
+        lines.append("Output Tape         : " + "".join(self._symbol_str(symbol) for symbol in self.written))
+        lines.append("Targets             : " + "".join(self._symbol_str(int(symbol)) for symbol in self.target))
+        if self.last_action is not None:
+            move, write, symbol = self.last_action
+            lines.append(f"Current reward      : {self.last_reward:.3f}")
+            lines.append(f"Cumulative reward   : {self.episode_total_reward or 0.0:.3f}")
+            lines.append(
+                f"Action              : (move: {self.MOVEMENTS[move]}, write: {bool(write)}, "
+                f"prediction: {self._symbol_str(symbol)!r})"
+            )
+            if write == 1:
+                position = len(self.written) - 1
+                correct = position < len(self.target) and symbol == int(self.target[position])
+                lines.append(f"Last write          : {'correct' if correct else 'wrong'}")
+        return "\n".join(lines) + "\n"
+
+    def render(self) -> str | None:  # type: ignore[override]
+        """
+        :return: With ``render_mode="ansi"``, a text picture of the input with the read head (in brackets),
+            the output written so far and the target; ``None`` without a render mode.
+        """
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; create the environment with render_mode='ansi'.")
+            return None
+        return self._render_text()
+
+
+class TapeAlgorithmicEnv(AlgorithmicEnv):
+    """
+    Algorithmic task whose input is a 1-D tape; the read head moves left (0) or right (1) and starts at 0.
+    Time limit: ``len(input) + len(target) + 4``.
+
+    :param base: Number of symbols (task default when ``None``).
+    :param chars: Render symbols as letters (task default when ``None``).
+    :param starting_min_length: Initial curriculum length (task default when ``None``).
+    :param last: Number of recent shortfalls considered for promotion (task default when ``None``).
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall (task default when ``None``).
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    MOVEMENTS = ("left", "right")
+    LEFT: ClassVar[int] = 0
+    RIGHT: ClassVar[int] = 1
+
+    read_head_position: int
+
+    def generate_input_data(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """
+        :param size: The tape length.
+        :param rng: The random generator to use.
+        :return: ``size`` symbols drawn uniformly in ``[0, base)``.
+        """
+        return rng.integers(self.base, size=size).astype(np.int64)
+
+    @property
+    def input_width(self) -> int:
+        """Length of the input tape."""
+        return len(self.input_data)
+
+    @property
+    def time_limit(self) -> int:
+        """``len(input) + len(target) + 4``."""
+        return len(self.input_data) + len(self.target) + 4
+
+    def _reset_read_head(self) -> None:
+        self.read_head_position = 0
+
+    def _move(self, move: int) -> None:
+        self.read_head_position += 1 if move == self.RIGHT else -1
+
+    def _symbol_at(self, position: int) -> int:
+        if 0 <= position < len(self.input_data):
+            return int(self.input_data[position])
+        return self.base
+
+    def _observe(self) -> int:
+        return self._symbol_at(self.read_head_position)
+
+    def render_observation(self) -> list[str]:
+        """:return: One line showing the tape with the read head in brackets."""
+        head = self.read_head_position
+        start, stop = min(-2, head), max(self.input_width + 2, head + 1)
+        cells = []
+        for position in range(start, stop):
+            symbol = self._symbol_str(self._symbol_at(position))
+            cells.append(f"[{symbol}]" if position == head else f" {symbol} ")
+        return ["Observation Tape    : " + "".join(cells)]
+
+
+class GridAlgorithmicEnv(AlgorithmicEnv):
+    """
+    Algorithmic task whose input is a grid of ``rows`` rows, stored column by column
+    (``input_data[x][y]``); the read head starts at ``(0, 0)`` and moves left (0, x-1), right (1, x+1),
+    up (2, y-1) or down (3, y+1). Time limit: ``2 * columns + 4``.
+
+    :param rows: Number of rows of the grid (task default when ``None``).
+    :param base: Number of symbols (task default when ``None``).
+    :param chars: Render symbols as letters (task default when ``None``).
+    :param starting_min_length: Initial curriculum length (task default when ``None``).
+    :param last: Number of recent shortfalls considered for promotion (task default when ``None``).
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall (task default when ``None``).
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    MOVEMENTS = ("left", "right", "up", "down")
+    LEFT: ClassVar[int] = 0
+    RIGHT: ClassVar[int] = 1
+    UP: ClassVar[int] = 2
+    DOWN: ClassVar[int] = 3
+    DEFAULT_ROWS: ClassVar[int] = 2
+
+    read_head_position: tuple[int, int]
+
+    def __init__(
+        self,
+        rows: int | None = None,
+        base: int | None = None,
+        chars: bool | None = None,
+        starting_min_length: int | None = None,
+        last: int | None = None,
+        min_reward_threshold: float | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.rows = int(self.DEFAULT_ROWS if rows is None else rows)
+        if self.rows < 1:
+            raise ValueError(f"rows must be >= 1, got {self.rows}")
+        super().__init__(
+            base=base,
+            chars=chars,
+            starting_min_length=starting_min_length,
+            last=last,
+            min_reward_threshold=min_reward_threshold,
+            render_mode=render_mode,
+        )
+        self.input_data = np.zeros((0, self.rows), dtype=np.int64)
+
+    def generate_input_data(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """
+        :param size: The number of columns.
+        :param rng: The random generator to use.
+        :return: A ``(size, rows)`` array of symbols drawn uniformly in ``[0, base)``.
+        """
+        return rng.integers(self.base, size=(size, self.rows)).astype(np.int64)
+
+    @property
+    def input_width(self) -> int:
+        """Number of columns of the input grid."""
+        return len(self.input_data)
+
+    @property
+    def time_limit(self) -> int:
+        """``2 * columns + 4`` (gym's quirk: the number of columns, not the target length)."""
+        return 2 * self.input_width + 4
+
+    def _reset_read_head(self) -> None:
+        self.read_head_position = (0, 0)
+
+    def _move(self, move: int) -> None:
+        x, y = self.read_head_position
+        if move == self.LEFT:
+            x -= 1
+        elif move == self.RIGHT:
+            x += 1
+        elif move == self.UP:
+            y -= 1
+        else:
+            y += 1
+        self.read_head_position = (x, y)
+
+    def _symbol_at(self, x: int, y: int) -> int:
+        if 0 <= x < self.input_width and 0 <= y < self.rows:
+            return int(self.input_data[x][y])
+        return self.base
+
+    def _observe(self) -> int:
+        return self._symbol_at(*self.read_head_position)
+
+    def render_observation(self) -> list[str]:
+        """:return: One line per grid row (plus a margin) with the read head in brackets."""
+        head_x, head_y = self.read_head_position
+        x_start, x_stop = min(-2, head_x), max(self.input_width + 2, head_x + 1)
+        y_start, y_stop = min(-1, head_y), max(self.rows + 1, head_y + 1)
+        lines = []
+        for y in range(y_start, y_stop):
+            cells = []
+            for x in range(x_start, x_stop):
+                symbol = self._symbol_str(self._symbol_at(x, y))
+                cells.append(f"[{symbol}]" if (x, y) == (head_x, head_y) else f" {symbol} ")
+            prefix = "Observation Grid    : " if y == y_start else " " * 22
+            lines.append(prefix + "".join(cells))
+        return lines
+
+
+class CopyEnv(TapeAlgorithmicEnv):
+    """
+    Copy the input tape to the output tape (gym ``Copy-v0``: base 5, letters, reward threshold 25).
+
+    :param base: Number of symbols.
+    :param chars: Render symbols as letters.
+    :param starting_min_length: Initial curriculum length.
+    :param last: Number of recent shortfalls considered for promotion.
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    DEFAULT_BASE = 5
+    DEFAULT_CHARS = True
+
+    def target_from_input_data(self, input_data: np.ndarray) -> np.ndarray:
+        """
+        :param input_data: The input tape.
+        :return: A copy of the input tape.
+        """
+        return np.asarray(input_data, dtype=np.int64).copy()
+
+
+class DuplicatedInputEnv(TapeAlgorithmicEnv):
+    """
+    The input holds every symbol twice in a row; write each symbol once (gym ``DuplicatedInput-v0``:
+    base 5, letters, reward threshold 9). For a curriculum length ``n`` the input has
+    ``max(n, duplication) // duplication`` distinct symbols.
+
+    :param duplication: How many times each symbol is repeated on the input tape.
+    :param base: Number of symbols.
+    :param chars: Render symbols as letters.
+    :param starting_min_length: Initial curriculum length.
+    :param last: Number of recent shortfalls considered for promotion.
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    DEFAULT_BASE = 5
+    DEFAULT_CHARS = True
+
+    def __init__(
+        self,
+        duplication: int = 2,
+        base: int | None = None,
+        chars: bool | None = None,
+        starting_min_length: int | None = None,
+        last: int | None = None,
+        min_reward_threshold: float | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if duplication < 1:
+            raise ValueError(f"duplication must be >= 1, got {duplication}")
+        self.duplication = int(duplication)
+        super().__init__(
+            base=base,
+            chars=chars,
+            starting_min_length=starting_min_length,
+            last=last,
+            min_reward_threshold=min_reward_threshold,
+            render_mode=render_mode,
+        )
+
+    def generate_input_data(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """
+        :param size: The curriculum length ``n`` (raised to ``duplication`` when smaller).
+        :param rng: The random generator to use.
+        :return: ``max(size, duplication) // duplication`` symbols, each repeated ``duplication`` times.
+        """
+        size = max(size, self.duplication)
+        symbols = rng.integers(self.base, size=size // self.duplication)
+        return duplicated_input_data(symbols, self.duplication)
+
+    def target_from_input_data(self, input_data: np.ndarray) -> np.ndarray:
+        """
+        :param input_data: The input tape.
+        :return: Every ``duplication``-th symbol of the input.
+        """
+        return duplicated_input_target(input_data, self.duplication)
+
+
+class RepeatCopyEnv(TapeAlgorithmicEnv):
+    """
+    Write the input, then the input reversed, then the input again (gym ``RepeatCopy-v0``: base 5,
+    letters, ``last=50``, promotion threshold -0.1, reward threshold 75).
+
+    :param base: Number of symbols.
+    :param chars: Render symbols as letters.
+    :param starting_min_length: Initial curriculum length.
+    :param last: Number of recent shortfalls considered for promotion.
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    DEFAULT_BASE = 5
+    DEFAULT_CHARS = True
+    DEFAULT_LAST = 50
+    DEFAULT_MIN_REWARD_THRESHOLD = -0.1
+
+    def target_from_input_data(self, input_data: np.ndarray) -> np.ndarray:
+        """
+        :param input_data: The input tape ``x``.
+        :return: ``x + reversed(x) + x``.
+        """
+        data = np.asarray(input_data, dtype=np.int64)
+        return np.concatenate([data, data[::-1], data])
+
+
+class ReverseEnv(TapeAlgorithmicEnv):
+    """
+    Write the input tape reversed, without end marker (gym ``Reverse-v0``: base 2, letters,
+    starting length 1, ``last=50``, promotion threshold -0.1, reward threshold 25).
+
+    :param base: Number of symbols.
+    :param chars: Render symbols as letters.
+    :param starting_min_length: Initial curriculum length.
+    :param last: Number of recent shortfalls considered for promotion.
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    DEFAULT_BASE = 2
+    DEFAULT_CHARS = True
+    DEFAULT_STARTING_MIN_LENGTH = 1
+    DEFAULT_LAST = 50
+    DEFAULT_MIN_REWARD_THRESHOLD = -0.1
+
+    def target_from_input_data(self, input_data: np.ndarray) -> np.ndarray:
+        """
+        :param input_data: The input tape.
+        :return: The input tape reversed.
+        """
+        return np.asarray(input_data, dtype=np.int64)[::-1].copy()
+
+
+class ReversedAdditionEnv(GridAlgorithmicEnv):
+    """
+    Add the rows of a grid of base-3 numbers written least significant digit first, one column per
+    digit (gym ``ReversedAddition-v0``: 2 rows, base 3, digits, reward threshold 25). The target is
+    given by :func:`reversed_addition_target`. Time limit ``2 * columns + 4``.
+
+    :param rows: Number of numbers to add.
+    :param base: Number of symbols.
+    :param chars: Render symbols as letters.
+    :param starting_min_length: Initial curriculum length.
+    :param last: Number of recent shortfalls considered for promotion.
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    DEFAULT_BASE = 3
+    DEFAULT_CHARS = False
+    DEFAULT_ROWS = 2
+
+    def target_from_input_data(self, input_data: np.ndarray) -> np.ndarray:
+        """
+        :param input_data: The ``(columns, rows)`` grid.
+        :return: The column sums with carry, least significant digit first, plus a non-zero final carry.
+        """
+        return reversed_addition_target(input_data, self.base)
+
+
+class ReversedAddition3Env(ReversedAdditionEnv):
+    """
+    :class:`ReversedAdditionEnv` with 3 rows (gym ``ReversedAddition3-v0``, reward threshold 25).
+
+    The time limit stays ``2 * columns + 4`` while reading every digit takes ``3 * columns`` steps, so
+    (as in gym) no policy can avoid the time-limit penalty once ``columns + (final carry > 0) > 4``.
+
+    :param rows: Number of numbers to add.
+    :param base: Number of symbols.
+    :param chars: Render symbols as letters.
+    :param starting_min_length: Initial curriculum length.
+    :param last: Number of recent shortfalls considered for promotion.
+    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
+    :param render_mode: ``None`` or ``"ansi"``.
+    """
+
+    DEFAULT_ROWS = 3
