@@ -1,7 +1,12 @@
 """sb3_pcl: path-consistency learning and under-appreciated-reward exploration for Stable-Baselines3."""
 
+from stable_baselines3.common.base_class import BaseAlgorithm
+
 from sb3_pcl.pcl import PCL
 
 __version__ = "0.1.0"
 
-__all__ = ["PCL", "__version__"]
+#: our algorithms by their rl-zoo3 name
+ALGOS: dict[str, type[BaseAlgorithm]] = {"pcl": PCL}
+
+__all__ = ["ALGOS", "PCL", "__version__"]

@@ -199,7 +199,8 @@ class PathReplayBuffer(BaseBuffer):
         running = [p for p in self.paths.values() if not p.done and not p.is_seed and len(p) > 0]
         if not running:
             raise ValueError(
-                f"buffer_size={self.buffer_size} is too small: the seeded paths fill the whole buffer and nothing can be evicted"
+                f"buffer_size={self.buffer_size} is too small: the seeded paths fill the whole buffer "
+                "and nothing can be evicted"
             )
         longest = max(running, key=lambda p: (len(p), p is writer))
         slot = longest.slots.pop(0)
@@ -429,8 +430,8 @@ class PathReplayBuffer(BaseBuffer):
                 final_obs[col] = final
                 terminated[col] = float(path.done and path.terminated)
             at_start[col] = float(start == 0 and not path.dropped_head)
-        observations = self._normalize_obs(self.observations[index], env)  # type: ignore[arg-type]
-        final_obs = self._normalize_obs(final_obs, env)  # type: ignore[arg-type]
+        observations = np.asarray(self._normalize_obs(self.observations[index], env))
+        final_obs = np.asarray(self._normalize_obs(final_obs, env))
         rewards = self._normalize_reward(self.rewards[index], env) * mask
         return PathBatch(
             observations=self.to_torch(np.asarray(observations)),

@@ -73,9 +73,7 @@ def path_lengths(mask: th.Tensor) -> th.Tensor:
     return mask.sum(dim=0).round().long()
 
 
-def bootstrap_values(
-    values: th.Tensor, final_values: th.Tensor, mask: th.Tensor, gamma: float, rollout: int
-) -> th.Tensor:
+def bootstrap_values(values: th.Tensor, final_values: th.Tensor, mask: th.Tensor, gamma: float, rollout: int) -> th.Tensor:
     """
     The discounted value at the far end of each window: ``gamma^k V(s_{t+k})`` with ``k = min(d, L - t)``.
 

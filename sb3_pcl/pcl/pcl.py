@@ -148,7 +148,7 @@ class PCL(OffPolicyAlgorithm):
             gamma=gamma,
             train_freq=train_freq,
             gradient_steps=gradient_steps,
-            replay_buffer_class=replay_buffer_class,
+            replay_buffer_class=replay_buffer_class,  # type: ignore[arg-type]
             replay_buffer_kwargs=replay_buffer_kwargs,
             policy_kwargs=policy_kwargs,
             stats_window_size=stats_window_size,
@@ -161,7 +161,7 @@ class PCL(OffPolicyAlgorithm):
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
         # OffPolicyAlgorithm calls its polyak coefficient ``tau``; in PCL ``tau`` is the entropy coefficient.
-        self.tau = tau
+        self.tau = tau  # type: ignore[assignment]
         self.rollout = rollout
         self.max_segment_length = max_segment_length
         self.critic_weight = critic_weight
@@ -278,10 +278,9 @@ class PCL(OffPolicyAlgorithm):
             return
         value_ids = {id(p) for p in self._value_parameters()}
         policy_params = [p for p in self.policy.parameters() if id(p) not in value_ids]
-        self.policy.optimizer = self.policy.optimizer_class(
-            policy_params, lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
-        )
-        self.value_optimizer = self.policy.optimizer_class(
+        optimizer_class: Any = self.policy.optimizer_class
+        self.policy.optimizer = optimizer_class(policy_params, lr=self.lr_schedule(1), **self.policy.optimizer_kwargs)
+        self.value_optimizer = optimizer_class(
             self._value_parameters(), lr=self.value_learning_rate, **self.policy.optimizer_kwargs
         )
 
@@ -308,7 +307,8 @@ class PCL(OffPolicyAlgorithm):
             obs_tensor, _ = acting.obs_to_tensor(self._last_obs)
             with th.no_grad():
                 sampled = acting._predict(obs_tensor, deterministic=False).cpu().numpy()
-            sampled = sampled.reshape((n_envs, *self.action_space.shape))  # type: ignore[misc]
+            action_shape: tuple[int, ...] = self.action_space.shape or ()
+            sampled = sampled.reshape((n_envs, *action_shape))
         env_action = sampled
         if isinstance(self.action_space, spaces.Box):
             env_action = np.clip(sampled, self.action_space.low, self.action_space.high)
@@ -481,9 +481,7 @@ class PCL(OffPolicyAlgorithm):
         )
 
     # ------------------------------------------------------------------ saving
-    def load_replay_buffer(
-        self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True
-    ) -> None:
+    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
         """
         Load a replay buffer saved with :meth:`save_replay_buffer`.
 

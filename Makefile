@@ -1,0 +1,34 @@
+# Developer shortcuts; CI runs .ci/run.
+PYTHON ?= python
+
+.PHONY: install pytest pytest-slow lint format type check benchmark benchmark-classic
+
+install:
+	pip install torch==2.13.0
+	pip install -e ".[all]"
+
+pytest:
+	$(PYTHON) -m pytest -q
+
+pytest-slow:
+	$(PYTHON) -m pytest -q -m slow
+
+lint:
+	ruff check .
+	ruff format --check .
+
+format:
+	ruff check --fix .
+	ruff format .
+
+type:
+	mypy
+
+check: lint type pytest
+
+# PCL vs PPO / A2C / TRPO on the classic-control tasks (3 seeds x 100k steps; about 1.5 h on 2 cores)
+benchmark-classic:
+	$(PYTHON) -m benchmarks.run --algos pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 Pendulum-v1 \
+		--seeds 0 1 2 --steps 100000 --eval-freq 5000 --eval-episodes 10 --out benchmarks/results/classic
+
+benchmark: benchmark-classic

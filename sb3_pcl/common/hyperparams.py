@@ -1,0 +1,58 @@
+"""
+Read the tuned hyperparameters of ``hyperparams/<algo>.yml`` (rl-zoo3's format).
+
+The files live at the top of the repository and are shipped inside the package as
+``sb3_pcl/hyperparams`` (see ``pyproject.toml``), so they are found from any working
+directory, editable install or not.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from stable_baselines3.common.utils import LinearSchedule
+from torch import nn
+
+# Keys of an rl-zoo3 entry that describe the experiment, not the algorithm's constructor.
+EXPERIMENT_KEYS = ("n_timesteps", "n_envs", "normalize", "env_wrapper", "frame_stack", "callback", "vec_env_wrapper")
+
+
+def hyperparams_dir() -> Path:
+    """:return: the folder holding ``<algo>.yml`` (packaged copy first, then the repository's)"""
+    packaged = Path(__file__).resolve().parents[1] / "hyperparams"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "hyperparams"
+
+
+def _parse_value(key: str, value: Any) -> Any:
+    if key == "policy_kwargs" and isinstance(value, str):
+        return eval(value, {"nn": nn, "dict": dict})
+    if isinstance(value, str) and value.startswith("lin_"):
+        return LinearSchedule(float(value[4:]), 0.0, 1.0)
+    return value
+
+
+def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -> tuple[dict[str, Any], int | None, int]:
+    """
+    Constructor keyword arguments for ``algo`` on ``env_id``.
+
+    :param algo: algorithm name (file stem), e.g. ``"pcl"``
+    :param env_id: Gymnasium id, e.g. ``"CartPole-v1"``
+    :param folder: folder of the yml files (default: :func:`hyperparams_dir`)
+    :return: the keyword arguments (``policy`` included, ``"MlpPolicy"`` when absent),
+        ``n_timesteps`` (or ``None``) and ``n_envs`` (default 1)
+    """
+    path = Path(folder or hyperparams_dir()) / f"{algo}.yml"
+    entries: dict[str, Any] = {}
+    if path.is_file():
+        with open(path) as file:
+            entries = yaml.safe_load(file) or {}
+        if not isinstance(entries, dict):
+            raise ValueError(f"{path} must map env ids to hyperparameter dicts")
+    entry = dict(entries.get(env_id) or {})
+    n_timesteps = entry.get("n_timesteps")
+    n_envs = int(entry.get("n_envs", 1))
+    kwargs = {key: _parse_value(key, value) for key, value in entry.items() if key not in EXPERIMENT_KEYS}
+    kwargs.setdefault("policy", "MlpPolicy")
+    return kwargs, (int(float(n_timesteps)) if n_timesteps is not None else None), n_envs
