@@ -15,7 +15,6 @@ priority is the recency of the path (``priority="step"``: the buffer step of its
 transition) or its return (``priority="return"``).
 """
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -130,7 +129,6 @@ class PathReplayBuffer(BaseBuffer):
 
         self.paths: dict[int, Path] = {}
         self.open_paths: list[int | None] = [None] * n_envs
-        self.recent_paths: list[deque[int]] = [deque(maxlen=8) for _ in range(n_envs)]
         self.last_next_obs: list[np.ndarray | None] = [None] * n_envs
         self.next_path_id = 0
         self.add_count = 0
@@ -251,7 +249,6 @@ class PathReplayBuffer(BaseBuffer):
             if path_id is None or path_id not in self.paths:
                 path = self._new_path(env_idx)
                 self.open_paths[env_idx] = path.path_id
-                self.recent_paths[env_idx].append(path.path_id)
             else:
                 path = self.paths[path_id]
             slot = self._take_slot(path)
@@ -269,6 +266,21 @@ class PathReplayBuffer(BaseBuffer):
                 path.terminated = not (truncated and self.handle_timeout_termination)
                 path.final_obs = np.array(next_obs[env_idx])
                 self.open_paths[env_idx] = None
+
+    def close_open_paths(self) -> None:
+        """
+        End the running path of every env as cut (it bootstraps from its latest next observation).
+
+        Called when the envs are reset outside of an episode end (a new ``learn``, ``set_env``),
+        so that the next episode does not continue the previous one.
+        """
+        for env_idx, path_id in enumerate(self.open_paths):
+            path = self.paths.get(path_id) if path_id is not None else None
+            if path is not None:
+                path.done = True
+                path.terminated = False
+                path.final_obs = self.last_next_obs[env_idx]
+            self.open_paths[env_idx] = None
 
     @staticmethod
     def _check_finite(array: np.ndarray, what: str) -> None:
@@ -397,13 +409,11 @@ class PathReplayBuffer(BaseBuffer):
         """
         first_step = self.add_count - n_steps + 1
         segments = []
-        for env_idx in range(self.n_envs):
-            for path_id in self.recent_paths[env_idx]:
-                path = self.paths.get(path_id)
-                if path is None or len(path) == 0 or path.last_step < first_step or self._final_obs(path) is None:
-                    continue
-                start = max(0, first_step - path.first_step)
-                segments.append((path, start, len(path)))
+        for path in self.paths.values():
+            if path.env_idx < 0 or len(path) == 0 or path.last_step < first_step or self._final_obs(path) is None:
+                continue
+            start = max(0, first_step - path.first_step)
+            segments.append((path, start, len(path)))
         if not segments:
             return None
         return self._gather(segments, env)

@@ -53,7 +53,7 @@ def discounted_window_sum(x: th.Tensor, mask: th.Tensor, gamma: float, rollout: 
     if rollout < 1:
         raise ValueError(f"rollout must be >= 1, got {rollout}")
     n_steps = x.shape[0]
-    xm = x * mask
+    xm = masked(x, mask)
     # Pad rollout-1 zeros at the end, then build the d shifted views and weight them.
     padded = th.cat([xm, xm.new_zeros((rollout - 1, *xm.shape[1:]))], dim=0)
     weights = discount_powers(rollout, gamma, x)
@@ -61,6 +61,17 @@ def discounted_window_sum(x: th.Tensor, mask: th.Tensor, gamma: float, rollout: 
     for i in range(rollout):
         total = total + weights[i] * padded[i : i + n_steps]
     return total * mask
+
+
+def masked(x: th.Tensor, mask: th.Tensor) -> th.Tensor:
+    """
+    ``x`` on valid steps, exactly 0 on padding (even where the padding holds NaN or inf).
+
+    :param x: time-major tensor
+    :param mask: prefix mask of the same shape
+    :return: the masked tensor
+    """
+    return th.where(mask > 0, x, th.zeros_like(x))
 
 
 def path_lengths(mask: th.Tensor) -> th.Tensor:
@@ -93,12 +104,12 @@ def bootstrap_values(values: th.Tensor, final_values: th.Tensor, mask: th.Tensor
     end = th.minimum(t_index + rollout, lengths.unsqueeze(0))  # (T, B), index of the far state
     end = th.maximum(end, t_index)  # padding rows: keep a harmless index
     # values extended by the final value at index L_b (write it in row T, gather row L_b).
-    extended = th.cat([values * mask, values.new_zeros((1, values.shape[1]))], dim=0)
+    extended = th.cat([masked(values, mask), values.new_zeros((1, values.shape[1]))], dim=0)
     rows = th.arange(values.shape[1], device=values.device)
     extended = extended.index_put((lengths, rows), final_values, accumulate=False)
     far_value = th.gather(extended, 0, end.clamp(max=n_steps))
     distance = (end - t_index).to(values.dtype)
-    return (gamma**distance) * far_value * mask
+    return masked((gamma**distance) * far_value, mask)
 
 
 class StartWindows(NamedTuple):
@@ -143,7 +154,7 @@ def prepend_start_windows(
     n_paths = rewards.shape[1]
     zeros = rewards.new_zeros((extra, n_paths))
     scale = gamma ** th.arange(extra, 0, -1, dtype=values.dtype, device=values.device)  # gamma^(d-1) .. gamma^1
-    start_values = scale.unsqueeze(1) * (values[:1] * mask[:1])
+    start_values = scale.unsqueeze(1) * masked(values[:1], mask[:1])
     return StartWindows(
         rewards=th.cat([zeros, rewards], dim=0),
         log_probs=th.cat([zeros, log_probs], dim=0),
@@ -213,11 +224,12 @@ def path_consistency(
     window_rewards = discounted_window_sum(rewards, mask, gamma, rollout)
     window_log_probs = discounted_window_sum(log_probs, mask, gamma, rollout)
     bootstrap = bootstrap_values(values, final_values, mask, gamma, rollout)
-    residual = -values * mask + bootstrap + window_rewards - tau * window_log_probs
+    values = masked(values, mask)
+    residual = -values + bootstrap + window_rewards - tau * window_log_probs
     if relative_entropy_coef != 0.0:
         residual = residual - relative_entropy_coef * discounted_window_sum(relative, mask, gamma, rollout)
     offset = rollout - 1 if start_windows else 0
-    return Consistency(residual * mask, window_log_probs, values * mask, bootstrap, mask, offset)
+    return Consistency(masked(residual, mask), window_log_probs, values, bootstrap, mask, offset)
 
 
 def clip_residual(residual: th.Tensor, clip_adv: float | None) -> th.Tensor:

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
@@ -450,7 +451,7 @@ class PCL(OffPolicyAlgorithm):
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/buffer_size", self.replay_buffer.size())
         self.logger.record("train/buffer_paths", self.replay_buffer.n_paths)
-        if self.relative_entropy_coef > 0 or self.sample_from == "target":
+        if batches and (self.relative_entropy_coef > 0 or self.sample_from == "target"):
             self.logger.record("train/kl_to_target", self._kl_to_target(batches[-1]))
 
     def _kl_to_target(self, batch: PathBatch) -> float:
@@ -461,6 +462,20 @@ class PCL(OffPolicyAlgorithm):
         if kl.dim() > 1:
             kl = kl.sum(dim=-1)
         return kl.mean().item()
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        if (reset_num_timesteps or self._last_obs is None) and self.replay_buffer is not None:
+            # The envs are about to be reset: the running paths end here, cut.
+            self.replay_buffer.close_open_paths()
+            self._steps_since_train = 0
+        return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
 
     def learn(
         self: SelfPCL,

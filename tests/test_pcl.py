@@ -1,0 +1,656 @@
+"""Behaviour tests of the ``PCL`` algorithm as a Stable-Baselines3 ``OffPolicyAlgorithm``."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.callbacks import (
+    BaseCallback,
+    CheckpointCallback,
+    EvalCallback,
+    StopTrainingOnRewardThreshold,
+)
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.save_util import save_to_pkl
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+from sb3_pcl import PCL
+from sb3_pcl.common.buffers import PathReplayBuffer
+
+# Small, fast settings shared by most tests.
+FAST = {"learning_starts": 50, "batch_size": 4, "train_freq": 16, "buffer_size": 2_000, "max_segment_length": 16, "rollout": 4}
+
+
+# ----------------------------------------------------------------------------------------------
+# Tiny environments and wrappers
+# ----------------------------------------------------------------------------------------------
+
+
+class _TinyEnv(gym.Env):
+    """Episodes of ``length`` steps, 2-d observations, reward 1 when the first action component is 0."""
+
+    observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+
+    def __init__(self, action_space: spaces.Space, length: int = 10):
+        self.action_space = action_space
+        self.length = length
+        self.t = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.t / self.length, self.np_random.uniform(-1, 1)], dtype=np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        assert self.action_space.contains(np.asarray(action, dtype=self.action_space.dtype)), action
+        self.t += 1
+        reward = float(np.asarray(action).reshape(-1)[0] == 0)
+        return self._obs(), reward, self.t >= self.length, False, {}
+
+
+class MultiDiscreteEnv(_TinyEnv):
+    def __init__(self):
+        super().__init__(spaces.MultiDiscrete([3, 2]))
+
+
+class MultiBinaryEnv(_TinyEnv):
+    def __init__(self):
+        super().__init__(spaces.MultiBinary(3))
+
+
+class CounterEnv(gym.Env):
+    """Observation = number of steps taken in the episode; the episode never ends by itself."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.array([0.0], dtype=np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], dtype=np.float32), 1.0, False, self.t >= 10_000, {}
+
+
+class BigObsEnv(gym.Env):
+    """Observations around 1000 (far outside VecNormalize's clip range once normalised)."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
+    action_space = spaces.Discrete(2)
+
+    def _obs(self) -> np.ndarray:
+        return (1000.0 + self.t + self.np_random.normal(size=2)).astype(np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(action), self.t >= 20, False, {}
+
+
+class RecordActions(gym.Wrapper):
+    """Keeps every action the wrapped env receives."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.received: list[np.ndarray] = []
+
+    def step(self, action):
+        self.received.append(np.array(action, copy=True))
+        return self.env.step(action)
+
+
+class NaNAtStep(gym.Wrapper):
+    """Returns a NaN reward (or observation) at the given step of the first episode."""
+
+    def __init__(self, env: gym.Env, step: int = 3, what: str = "reward"):
+        super().__init__(env)
+        self.nan_step, self.what, self.n_steps = step, what, 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.n_steps += 1
+        if self.n_steps == self.nan_step:
+            if self.what == "reward":
+                reward = float("nan")
+            else:
+                obs = np.full_like(obs, np.nan)
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.fixture(autouse=True)
+def _single_torch_thread():
+    """Tiny networks: intra-op threading only adds contention (and is much slower on a busy 2-core machine)."""
+    n_threads = th.get_num_threads()
+    th.set_num_threads(1)
+    yield
+    th.set_num_threads(n_threads)
+
+
+def params_of(module: th.nn.Module) -> dict[str, th.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def stored_actions(model: PCL) -> np.ndarray:
+    buffer = model.replay_buffer
+    return np.concatenate([buffer.actions[path.slots] for path in buffer.paths.values()])
+
+
+def stored_observations(model: PCL) -> np.ndarray:
+    buffer = model.replay_buffer
+    return np.concatenate([buffer.observations[path.slots] for path in buffer.paths.values()])
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. learn / predict / save / load
+# ----------------------------------------------------------------------------------------------
+
+
+def test_save_load_round_trip(tmp_path):
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=0.9, tau=0.05, **{**FAST, "rollout": 3})
+    model.learn(300)
+    assert model._n_updates > 0
+    obs = np.stack([model.observation_space.sample() for _ in range(20)])
+    actions, _ = model.predict(obs, deterministic=True)
+    model.save(tmp_path / "pcl.zip")
+
+    loaded = PCL.load(tmp_path / "pcl.zip")
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], actions)
+    for name, value in params_of(model.policy_target).items():
+        assert th.equal(loaded.policy_target.state_dict()[name], value), name
+    # the target network is really distinct from the online one (so the check above is not trivial)
+    assert any(not th.equal(value, model.policy.state_dict()[name]) for name, value in params_of(model.policy_target).items())
+    assert (loaded.rollout, loaded.tau, loaded.target_network_lag) == (3, 0.05, 0.9)
+    assert loaded.policy_target is not loaded.policy
+
+    # load with an env and continue training without resetting the counter
+    loaded = PCL.load(tmp_path / "pcl.zip", env=gym.make("CartPole-v1"))
+    assert loaded.num_timesteps == model.num_timesteps
+    loaded.learn(100, reset_num_timesteps=False)
+    assert loaded.num_timesteps >= model.num_timesteps + 100
+
+    # set_env with a new env of the same spaces
+    before = model.num_timesteps
+    model.set_env(make_vec_env("CartPole-v1", n_envs=1, seed=3))
+    model.learn(64, reset_num_timesteps=False)
+    assert model.num_timesteps >= before + 64
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. action spaces
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make_env",
+    [lambda: gym.make("CartPole-v1"), lambda: gym.make("Pendulum-v1"), MultiDiscreteEnv, MultiBinaryEnv],
+    ids=["Discrete", "Box", "MultiDiscrete", "MultiBinary"],
+)
+def test_action_spaces_train(make_env):
+    model = PCL("MlpPolicy", make_env(), seed=0, **FAST)
+    model.learn(250)
+    assert model.num_timesteps >= 250
+    assert model._n_updates > 0
+    assert model.replay_buffer.size() > 0
+    action, _ = model.predict(model.observation_space.sample(), deterministic=False)
+    assert model.action_space.contains(np.asarray(action, dtype=model.action_space.dtype))
+
+
+@pytest.mark.parametrize(
+    "action_space",
+    [spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), spaces.Dict({"a": spaces.Discrete(2)})],
+    ids=["Tuple", "Dict"],
+)
+def test_unsupported_action_spaces_are_rejected(action_space):
+    with pytest.raises(AssertionError):
+        PCL("MlpPolicy", _TinyEnv(action_space), **FAST)
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. Box actions: the replay keeps the sampled action, the env gets the clipped one
+# ----------------------------------------------------------------------------------------------
+
+
+def test_box_actions_stored_unclipped_and_env_gets_clipped_actions():
+    env = RecordActions(gym.make("Pendulum-v1"))
+    model = PCL("MlpPolicy", env, seed=0, policy_kwargs={"log_std_init": 2.0}, **{**FAST, "learning_starts": 0})
+    model.learn(200)
+    stored = stored_actions(model)
+    assert len(stored) == model.replay_buffer.size() == model.num_timesteps
+    assert np.abs(stored).max() > 2.0
+    received = np.concatenate([a.reshape(-1) for a in env.received])
+    assert len(received) == model.num_timesteps
+    assert np.all(np.abs(received) <= 2.0)
+    assert np.any(np.abs(received) == 2.0)  # some were clipped
+    # each stored action clips to what the env received (one env, nothing evicted: slots are in order)
+    order = np.concatenate([model.replay_buffer.paths[pid].slots for pid in sorted(model.replay_buffer.paths)])
+    np.testing.assert_allclose(np.clip(model.replay_buffer.actions[order, 0], -2.0, 2.0), received, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. invalid hyperparameters
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"rollout": 0}, "rollout"),
+        ({"gamma": 1.5}, "gamma"),
+        ({"gamma": -0.1}, "gamma"),
+        ({"tau": -1.0}, "tau"),
+        ({"batch_size": 64, "buffer_size": 10}, "batch_size"),
+        ({"critic_weight": -1.0}, "critic_weight"),
+        ({"clip_adv": 0.0}, "clip_adv"),
+        ({"max_grad_norm": 0.0}, "max_grad_norm"),
+        ({"target_network_lag": 1.5}, "target_network_lag"),
+        ({"sample_from": "foo"}, "sample_from"),
+        ({"value_optimizer": "bfgs"}, "value_optimizer"),
+        ({"value_gradient_steps": 0}, "value_gradient_steps"),
+        ({"value_mix": 0.0}, "value_mix"),
+        ({"replay_alpha": -1.0}, "replay_alpha"),
+        ({"replay_priority": "foo"}, "replay_priority"),
+        ({"replay_eviction": "foo"}, "replay_eviction"),
+        ({"max_segment_length": 0}, "max_segment_length"),
+    ],
+)
+def test_invalid_hyperparameters(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        PCL("MlpPolicy", "CartPole-v1", **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. NaN rewards / observations
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("what", ["reward", "observation"])
+@pytest.mark.parametrize("learning_starts", [0, 100])
+def test_nan_from_env_is_rejected(what, learning_starts):
+    env = NaNAtStep(gym.make("CartPole-v1"), step=3, what=what)
+    model = PCL("MlpPolicy", env, seed=0, **{**FAST, "learning_starts": learning_starts})
+    with pytest.raises(ValueError, match="NaN"):
+        model.learn(50)
+    assert model.num_timesteps == 3
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. VecEnvs
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("vec_env_cls", [DummyVecEnv, SubprocVecEnv])
+def test_multiple_envs(vec_env_cls):
+    kwargs = {"start_method": "fork"} if vec_env_cls is SubprocVecEnv else None
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, vec_env_cls=vec_env_cls, vec_env_kwargs=kwargs)
+    try:
+        model = PCL("MlpPolicy", env, seed=0, **{**FAST, "train_freq": 8})
+        model.learn(300)
+        assert model.num_timesteps >= 300
+        assert model._n_updates > 0
+        env_ids = {path.env_idx for path in model.replay_buffer.paths.values()}
+        assert env_ids == {0, 1}
+        assert model.replay_buffer.size() == model.num_timesteps
+    finally:
+        env.close()
+
+
+def test_vec_normalize_buffer_stores_original_observations():
+    venv = VecNormalize(make_vec_env(BigObsEnv, n_envs=2, seed=0), clip_obs=10.0)
+    model = PCL("MlpPolicy", venv, seed=0, **{**FAST, "train_freq": 8})
+    model.learn(200)
+    assert model._n_updates > 0
+    obs = stored_observations(model)
+    assert obs.min() > 900.0  # raw observations, not normalised ones (those lie in [-10, 10])
+    # the last stored observation of each running path is the previous original observation
+    batch = model.replay_buffer.sample(4, env=model._vec_normalize_env)
+    assert batch.observations.abs().max() <= 10.0 + 1e-5
+    assert batch.final_observations.abs().max() <= 10.0 + 1e-5
+    for env_idx in range(2):
+        path = model.replay_buffer.paths[model.replay_buffer.open_paths[env_idx]]
+        np.testing.assert_allclose(model.replay_buffer.last_next_obs[env_idx], venv.get_original_obs()[env_idx])
+        assert np.all(model.replay_buffer.observations[path.slots[-1]] > 900.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# 7. callbacks
+# ----------------------------------------------------------------------------------------------
+
+
+def test_eval_and_checkpoint_callbacks(tmp_path):
+    eval_cb = EvalCallback(
+        Monitor(gym.make("CartPole-v1")), eval_freq=100, n_eval_episodes=2, log_path=str(tmp_path), verbose=0
+    )
+    ckpt_cb = CheckpointCallback(save_freq=100, save_path=str(tmp_path / "ckpt"), name_prefix="pcl")
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
+    model.learn(200, callback=[eval_cb, ckpt_cb])
+    data = np.load(tmp_path / "evaluations.npz")
+    assert list(data["timesteps"]) == [100, 200]
+    assert data["results"].shape == (2, 2)
+    zips = sorted(p.name for p in (tmp_path / "ckpt").glob("*.zip"))
+    assert zips == ["pcl_100_steps.zip", "pcl_200_steps.zip"]
+    assert PCL.load(tmp_path / "ckpt" / "pcl_200_steps.zip").num_timesteps == 200
+
+
+def test_stop_training_on_reward_threshold():
+    stop = StopTrainingOnRewardThreshold(reward_threshold=-1e9, verbose=0)
+    eval_cb = EvalCallback(
+        Monitor(gym.make("CartPole-v1")), callback_on_new_best=stop, eval_freq=60, n_eval_episodes=1, verbose=0
+    )
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
+    model.learn(1_000, callback=eval_cb)
+    assert model.num_timesteps == 60
+
+
+class LocalsCallback(BaseCallback):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def _on_step(self) -> bool:
+        self.calls += 1
+        for key in ("rewards", "dones", "infos", "actions", "new_obs"):
+            assert key in self.locals, key
+        assert len(self.locals["rewards"]) == self.training_env.num_envs
+        return True
+
+
+def test_custom_callback_sees_locals_once_per_vectorised_step():
+    callback = LocalsCallback()
+    model = PCL("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), seed=0, **{**FAST, "train_freq": 5})
+    model.learn(100, callback=callback)
+    assert model.num_timesteps == 100
+    assert callback.calls == 50
+
+
+# ----------------------------------------------------------------------------------------------
+# 8. progress bar and tensorboard
+# ----------------------------------------------------------------------------------------------
+
+
+def test_progress_bar():
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
+    model.learn(96, progress_bar=True)
+    assert model.num_timesteps == 96
+
+
+def test_tensorboard_logging(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model = PCL(
+        "MlpPolicy", "CartPole-v1", seed=0, tensorboard_log=str(tmp_path), **{**FAST, "learning_starts": 20, "train_freq": 4}
+    )
+    model.learn(300, log_interval=1)
+    run_dir = tmp_path / "PCL_1"
+    assert run_dir.is_dir()
+    events = list(run_dir.glob("events.out.tfevents.*"))
+    assert events
+    accumulator = EventAccumulator(str(run_dir))
+    accumulator.Reload()
+    tags = set(accumulator.Tags()["scalars"])
+    expected = {
+        "train/consistency_loss",
+        "train/policy_loss",
+        "train/value_loss",
+        "train/entropy",
+        "train/tau",
+        "train/grad_norm",
+        "train/explained_variance",
+        "train/buffer_size",
+    }
+    assert expected <= tags, expected - tags
+    assert "train/n_updates" not in tags  # excluded from tensorboard
+    assert all(np.isfinite(e.value) for e in accumulator.Scalars("train/consistency_loss"))
+    model.learn(50, log_interval=1)
+    assert (tmp_path / "PCL_2").is_dir()
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. determinism
+# ----------------------------------------------------------------------------------------------
+
+
+def _trained_params(seed: int) -> dict[str, th.Tensor]:
+    model = PCL("MlpPolicy", "CartPole-v1", seed=seed, **{**FAST, "learning_starts": 100})
+    model.learn(500)
+    assert model._n_updates > 0
+    return {**params_of(model.policy), **{f"target.{k}": v for k, v in params_of(model.policy_target).items()}}
+
+
+def test_same_seed_same_parameters():
+    first, second, other = _trained_params(0), _trained_params(0), _trained_params(1)
+    assert first.keys() == second.keys() == other.keys()
+    for name in first:
+        assert th.equal(first[name], second[name]), name
+    assert any(not th.equal(first[name], other[name]) for name in first)
+
+
+# ----------------------------------------------------------------------------------------------
+# 10. target network
+# ----------------------------------------------------------------------------------------------
+
+
+def test_target_network_polyak_update_before_gradient_steps():
+    lag = 0.8
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=lag, **{**FAST, "learning_starts": 10_000})
+    model.learn(100)
+    assert model._n_updates == 0
+    # make target and online differ so the check is not trivial
+    with th.no_grad():
+        for param in model.policy_target.parameters():
+            param.add_(th.randn_like(param))
+    online_before = [p.detach().clone() for p in model.policy.parameters()]
+    target_before = [p.detach().clone() for p in model.policy_target.parameters()]
+    model.train(gradient_steps=3, batch_size=4)
+    assert model._n_updates == 3
+    online_after = list(model.policy.parameters())
+    assert any(not th.equal(a, b) for a, b in zip(online_after, online_before, strict=True))
+    for target, t_before, o_before in zip(model.policy_target.parameters(), target_before, online_before, strict=True):
+        th.testing.assert_close(target, lag * t_before + (1 - lag) * o_before, atol=1e-6, rtol=0)
+        assert not target.requires_grad
+
+
+def test_target_network_lag_one_freezes_and_zero_copies():
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=1.0, **FAST)
+    initial = params_of(model.policy_target)
+    model.learn(200)
+    assert model._n_updates > 0
+    for name, value in params_of(model.policy_target).items():
+        assert th.equal(value, initial[name]), name
+
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=0.0, **{**FAST, "learning_starts": 10_000})
+    model.learn(50)
+    online_before = params_of(model.policy)
+    model.train(gradient_steps=1, batch_size=4)
+    for name, value in params_of(model.policy_target).items():
+        th.testing.assert_close(value, online_before[name], atol=1e-6, rtol=0)
+
+
+# ----------------------------------------------------------------------------------------------
+# 11. separate value optimiser
+# ----------------------------------------------------------------------------------------------
+
+
+def test_value_optimizer_grad(tmp_path):
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, value_optimizer="grad", **{**FAST, "learning_starts": 10_000})
+    value_ids = {id(p) for p in model._value_parameters()}
+    assert value_ids
+    policy_opt_ids = {id(p) for group in model.policy.optimizer.param_groups for p in group["params"]}
+    assert not value_ids & policy_opt_ids
+    assert policy_opt_ids | value_ids == {id(p) for p in model.policy.parameters()}
+    assert model.value_optimizer is not None
+    assert {id(p) for group in model.value_optimizer.param_groups for p in group["params"]} == value_ids
+
+    model.learn(100)
+    value_before = [p.detach().clone() for p in model._value_parameters()]
+    model.train(gradient_steps=1, batch_size=4)
+    assert any(not th.equal(p, b) for p, b in zip(model._value_parameters(), value_before, strict=True))
+
+    model.save(tmp_path / "grad.zip")
+    loaded = PCL.load(tmp_path / "grad.zip")
+    assert loaded.value_optimizer is not None
+    state = loaded.value_optimizer.state_dict()["state"]
+    assert state
+    original = model.value_optimizer.state_dict()["state"]
+    for key in original:
+        assert th.equal(state[key]["exp_avg"], original[key]["exp_avg"])
+    loaded_value_ids = {id(p) for p in loaded._value_parameters()}
+    loaded_policy_ids = {id(p) for group in loaded.policy.optimizer.param_groups for p in group["params"]}
+    assert not loaded_value_ids & loaded_policy_ids
+
+
+# ----------------------------------------------------------------------------------------------
+# 12. online batch
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_online_batch", [False, True])
+def test_online_batch_adds_one_update_per_iteration(use_online_batch, monkeypatch):
+    gradient_steps = 2
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, use_online_batch=use_online_batch, gradient_steps=gradient_steps, **FAST)
+    calls = []
+    original_train = model.train
+
+    def counting_train(*args, **kwargs):
+        calls.append(model._n_updates)
+        return original_train(*args, **kwargs)
+
+    monkeypatch.setattr(model, "train", counting_train)
+    model.learn(200)
+    assert len(calls) > 0
+    per_iteration = gradient_steps + int(use_online_batch)
+    assert model._n_updates == len(calls) * per_iteration
+    assert calls == [i * per_iteration for i in range(len(calls))]
+
+
+# ----------------------------------------------------------------------------------------------
+# 13. acting with the target policy
+# ----------------------------------------------------------------------------------------------
+
+
+def _raise(*args, **kwargs):
+    raise RuntimeError("the online policy must not act")
+
+
+def test_sample_from_target_uses_target_policy(monkeypatch):
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, sample_from="target", **FAST)
+    monkeypatch.setattr(model.policy, "_predict", _raise)
+    n_calls = []
+    target_predict = model.policy_target._predict
+
+    def counting(*args, **kwargs):
+        n_calls.append(1)
+        return target_predict(*args, **kwargs)
+
+    monkeypatch.setattr(model.policy_target, "_predict", counting)
+    model.learn(150)
+    assert model._n_updates > 0
+    assert len(n_calls) == model.num_timesteps - FAST["learning_starts"]
+
+    online = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
+    monkeypatch.setattr(online.policy, "_predict", _raise)
+    with pytest.raises(RuntimeError, match="online policy"):
+        online.learn(150)
+
+
+# ----------------------------------------------------------------------------------------------
+# 14. replay buffer persistence
+# ----------------------------------------------------------------------------------------------
+
+
+def test_replay_buffer_save_load(tmp_path):
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
+    model.learn(160)
+    model.save_replay_buffer(tmp_path / "buffer.pkl")
+
+    other = PCL("MlpPolicy", "CartPole-v1", seed=1, **FAST)
+    other.load_replay_buffer(tmp_path / "buffer.pkl")
+    assert isinstance(other.replay_buffer, PathReplayBuffer)
+    assert other.replay_buffer.size() == model.replay_buffer.size() == 160
+    assert other.replay_buffer.paths.keys() == model.replay_buffer.paths.keys()
+    for pid, path in model.replay_buffer.paths.items():
+        loaded = other.replay_buffer.paths[pid]
+        assert loaded.slots == path.slots and loaded.done == path.done and loaded.terminated == path.terminated
+        np.testing.assert_array_equal(
+            other.replay_buffer.observations[loaded.slots], model.replay_buffer.observations[path.slots]
+        )
+        np.testing.assert_array_equal(other.replay_buffer.actions[loaded.slots], model.replay_buffer.actions[path.slots])
+    other.set_logger(configure(folder=None, format_strings=[]))
+    other.train(gradient_steps=1, batch_size=4)  # sampling works after loading
+    assert other._n_updates == 1
+
+
+def test_load_replay_buffer_rejects_other_buffers(tmp_path):
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
+    env = model.get_env()
+    save_to_pkl(tmp_path / "sb3.pkl", ReplayBuffer(10, env.observation_space, env.action_space))
+    with pytest.raises(ValueError, match="PathReplayBuffer"):
+        model.load_replay_buffer(tmp_path / "sb3.pkl")
+    assert isinstance(model.replay_buffer, PathReplayBuffer)
+
+
+# ----------------------------------------------------------------------------------------------
+# Regression tests of bugs found while writing these tests
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["reset_num_timesteps", "set_env"])
+def test_new_learn_does_not_stitch_episodes(how):
+    model = PCL("MlpPolicy", CounterEnv(), seed=0, **{**FAST, "learning_starts": 10_000, "train_freq": 10})
+    model.learn(30)
+    if how == "set_env":
+        model.set_env(CounterEnv())
+        model.learn(30, reset_num_timesteps=False)
+    else:
+        model.learn(30)
+    buffer = model.replay_buffer
+    assert buffer.size() == 60
+    for path in buffer.paths.values():
+        obs = buffer.observations[path.slots, 0]
+        # the observation counts the steps of the episode: a path must be one contiguous piece of one episode
+        np.testing.assert_array_equal(np.diff(obs), 1.0)
+    assert buffer.n_paths == 2
+    # the interrupted episode is closed as a cut path that bootstraps from the state it reached
+    first = buffer.paths[min(buffer.paths)]
+    assert first.done and not first.terminated
+    np.testing.assert_array_equal(first.final_obs, [30.0])
+
+
+def test_train_with_zero_gradient_steps_and_target_sampling():
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, sample_from="target", **{**FAST, "learning_starts": 10_000})
+    model.learn(50)
+    model.train(gradient_steps=0, batch_size=4)
+    assert model._n_updates == 0
+
+
+def test_online_batch_covers_every_step_since_the_last_iteration():
+    model = PCL(
+        "MlpPolicy",
+        MultiDiscreteEnv(),  # 10-step episodes: 100 steps per iteration span 10 paths
+        seed=0,
+        use_online_batch=True,
+        **{**FAST, "train_freq": 100, "learning_starts": 0},
+    )
+    covered = []
+    recent_segments = model.replay_buffer.recent_segments
+
+    def recording(n_steps, env=None):
+        batch = recent_segments(n_steps, env=env)
+        covered.append((n_steps, int(batch.mask.sum())))
+        return batch
+
+    model.replay_buffer.recent_segments = recording
+    model.learn(200)
+    assert covered == [(100, 100), (100, 100)]
