@@ -2,9 +2,12 @@
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from sb3_pcl.envs import register_algorithmic_envs
 from sb3_pcl.pcl import PCL
 
 __version__ = "0.1.0"
+
+register_algorithmic_envs()
 
 #: our algorithms by their rl-zoo3 name
 ALGOS: dict[str, type[BaseAlgorithm]] = {"pcl": PCL}

@@ -129,7 +129,7 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
     :param render_mode: ``None`` or ``"ansi"``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     #: Names of the moves of the read head, indexed by the move component of the action.
     MOVEMENTS: ClassVar[tuple[str, ...]] = ()
@@ -160,7 +160,9 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
         super().__init__()
         self.base = int(self.DEFAULT_BASE if base is None else base)
         self.chars = bool(self.DEFAULT_CHARS if chars is None else chars)
-        self.starting_min_length = int(self.DEFAULT_STARTING_MIN_LENGTH if starting_min_length is None else starting_min_length)
+        if starting_min_length is None:
+            starting_min_length = self.DEFAULT_STARTING_MIN_LENGTH
+        self.starting_min_length = int(starting_min_length)
         self.last = int(self.DEFAULT_LAST if last is None else last)
         self.min_reward_threshold = float(
             self.DEFAULT_MIN_REWARD_THRESHOLD if min_reward_threshold is None else min_reward_threshold
@@ -172,11 +174,13 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
         if self.last < 1:
             raise ValueError(f"last must be >= 1, got {self.last}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"Unsupported render_mode {render_mode!r}, expected None or one of {self.metadata['render_modes']}")
+            supported = self.metadata["render_modes"]
+            raise ValueError(f"Unsupported render_mode {render_mode!r}, expected None or one of {supported}")
         self.render_mode = render_mode
 
         self.observation_space = spaces.Discrete(self.base + 1)
-        self.action_space = spaces.MultiDiscrete([len(self.MOVEMENTS), 2, self.base])
+        self._action_nvec = np.array([len(self.MOVEMENTS), 2, self.base], dtype=np.int64)
+        self.action_space = spaces.MultiDiscrete(self._action_nvec)
         if self.chars:
             self.charmap = [chr(ord("A") + i) for i in range(self.base)]
         else:
@@ -336,7 +340,7 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
             valid = bool(np.all(np.isfinite(array)) and np.all(array == np.round(array)))
         if valid:
             array = array.astype(np.int64)
-            valid = bool(np.all(array >= 0) and np.all(array < self.action_space.nvec))
+            valid = bool(np.all(array >= 0) and np.all(array < self._action_nvec))
         if not valid:
             raise ValueError(f"Invalid action {action!r}: not in the action space {self.action_space}")
         move, write, symbol = (int(value) for value in array)
@@ -400,7 +404,7 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
                 lines.append(f"Last write          : {'correct' if correct else 'wrong'}")
         return "\n".join(lines) + "\n"
 
-    def render(self) -> str | None:  # type: ignore[override]
+    def render(self) -> str | None:
         """
         :return: With ``render_mode="ansi"``, a text picture of the input with the read head (in brackets),
             the output written so far and the target; ``None`` without a render mode.
@@ -604,7 +608,9 @@ class DuplicatedInputEnv(TapeAlgorithmicEnv):
     """
     The input holds every symbol twice in a row; write each symbol once (gym ``DuplicatedInput-v0``:
     base 5, letters, reward threshold 9). For a curriculum length ``n`` the input has
-    ``max(n, duplication) // duplication`` distinct symbols.
+    ``max(n, duplication) // duplication`` distinct symbols. As in gym, when the target has a single
+    symbol an episode reset before any write has shortfall -1, which passes the default -1.0 promotion
+    threshold (this includes the unplayed episode recorded at the first reset).
 
     :param duplication: How many times each symbol is repeated on the input tape.
     :param base: Number of symbols.

@@ -11,7 +11,7 @@ from gymnasium import spaces
 __all__ = ["CombinedActionWrapper"]
 
 
-class CombinedActionWrapper(gym.ActionWrapper[Any, int, np.ndarray]):
+class CombinedActionWrapper(gym.ActionWrapper[Any, np.int64, np.ndarray]):
     """
     Expose a ``MultiDiscrete(nvec)`` action space as a single ``Discrete(prod(nvec))`` one.
 
@@ -79,7 +79,7 @@ class CombinedActionWrapper(gym.ActionWrapper[Any, int, np.ndarray]):
             raise ValueError(f"Actions out of range for MultiDiscrete({self.nvec.tolist()})")
         return array.astype(np.int64) @ self.radices
 
-    def action(self, action: int) -> np.ndarray:
+    def action(self, action: np.int64 | int) -> np.ndarray:
         """
         :param action: The combined index.
         :return: The ``MultiDiscrete`` action passed to the wrapped environment.

@@ -1,0 +1,145 @@
+"""
+Command line interface of the benchmark harness.
+
+Example::
+
+    python -m benchmarks.run --algos pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 Pendulum-v1 \\
+        --seeds 0 1 2 --steps 100000 --eval-freq 5000 --eval-episodes 10 --workers 2 --out benchmarks/results/classic
+
+    # rebuild results.md and the plots from the CSVs of an earlier run
+    python -m benchmarks.run --summary-only --out benchmarks/results/classic --threshold Pendulum-v1=-200
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+
+from benchmarks.harness import ALGORITHMS, run_grid, write_summary
+
+
+def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
+    """
+    :param items: ``ENV=VALUE`` strings (the env id may itself contain ``=``; the last one separates the value)
+    :return: Threshold per env id
+    :raises ValueError: on a malformed item
+    """
+    thresholds: dict[str, float] = {}
+    for item in items:
+        env, separator, value = item.rpartition("=")
+        if not separator or not env:
+            raise ValueError(f"--threshold expects ENV=VALUE, got {item!r}")
+        try:
+            thresholds[env] = float(value)
+        except ValueError:
+            raise ValueError(f"--threshold {item!r}: {value!r} is not a number") from None
+    return thresholds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """
+    :return: The argument parser of ``python -m benchmarks.run``
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run",
+        description="Benchmark RL algorithms on a grid algo x env x seed with a step budget and periodic evaluation.",
+    )
+    parser.add_argument("--algos", nargs="+", default=[], help=f"algorithms, among: {', '.join(ALGORITHMS)}")
+    parser.add_argument("--envs", nargs="+", default=[], help="Gymnasium env ids")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="random seeds (default: 0 1 2)")
+    parser.add_argument("--steps", type=int, default=None, help="step budget per run (total env steps over parallel envs)")
+    parser.add_argument("--eval-freq", type=int, default=None, help="evaluation interval in env steps (default: steps // 20)")
+    parser.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation (default: 10)")
+    parser.add_argument("--no-initial-eval", action="store_true", help="do not evaluate the untrained policy at step 0")
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count(), help="parallel worker processes (default: os.cpu_count())"
+    )
+    parser.add_argument(
+        "--out", default="benchmarks/results/latest", help="output folder (default: benchmarks/results/latest)"
+    )
+    parser.add_argument("--device", default="cpu", help="PyTorch device of the models (default: cpu)")
+    parser.add_argument(
+        "--hyperparams-dir",
+        default=None,
+        help="folder with <algo>.yml files overriding rl_zoo3's and the repository's hyperparams/ (falls back per file)",
+    )
+    parser.add_argument(
+        "--threshold",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="ENV=VALUE",
+        help="reward threshold overrides (default: the env's spec.reward_threshold)",
+    )
+    parser.add_argument("--skip-existing", action="store_true", help="resume: skip runs that already have results in --out")
+    parser.add_argument("--summary-only", action="store_true", help="only rebuild results.md and the plots from the CSVs")
+    parser.add_argument(
+        "--gym-packages",
+        nargs="+",
+        default=[],
+        help="modules imported in every worker before creating envs (to register custom envs)",
+    )
+    parser.add_argument("--fresh-process-per-run", action="store_true", help="start a new worker process for every run")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only log warnings")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: Command line arguments (default: ``sys.argv[1:]``)
+    :return: Exit code (0: all runs succeeded, 1: some runs failed)
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(asctime)s %(message)s")
+    try:
+        thresholds = parse_thresholds(args.threshold)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if argv is None:
+        command = shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
+    else:
+        command = shlex.join(["python", "-m", "benchmarks.run", *argv])
+
+    if args.summary_only:
+        path = write_summary(args.out, thresholds)
+        logging.getLogger(__name__).info("Wrote %s", path)
+        return 0
+
+    if not args.algos or not args.envs or args.steps is None:
+        parser.error("--algos, --envs and --steps are required unless --summary-only is given")
+    unknown = [algo for algo in args.algos if algo not in ALGORITHMS]
+    if unknown:
+        parser.error(f"unknown algorithm(s) {', '.join(unknown)}; known: {', '.join(ALGORITHMS)}")
+    eval_freq = args.eval_freq if args.eval_freq is not None else max(args.steps // 20, 1)
+    frame = run_grid(
+        args.algos,
+        args.envs,
+        args.seeds,
+        args.steps,
+        eval_freq,
+        args.eval_episodes,
+        args.workers,
+        args.out,
+        hyperparams_dir=args.hyperparams_dir,
+        device=args.device,
+        skip_existing=args.skip_existing,
+        env_packages=args.gym_packages,
+        thresholds=thresholds,
+        command=command,
+        eval_at_start=not args.no_initial_eval,
+        fresh_process_per_run=args.fresh_process_per_run,
+    )
+    expected = {(algo, env, seed) for algo in args.algos for env in args.envs for seed in args.seeds}
+    present = set(zip(frame["algo"], frame["env"], frame["seed"].astype(int), strict=True))
+    missing = expected - present
+    logging.getLogger(__name__).info("Wrote %s/results.md (%d evaluations)", args.out, len(frame))
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""Fast tests of the benchmark harness (``benchmarks/``), using only SB3 PPO / A2C."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks import harness
+from benchmarks.run import main, parse_thresholds
+
+TINY_GRID = [
+    "--algos",
+    "ppo",
+    "a2c",
+    "--envs",
+    "CartPole-v1",
+    "--seeds",
+    "0",
+    "1",
+    "--steps",
+    "512",
+    "--eval-freq",
+    "256",
+    "--eval-episodes",
+    "2",
+    "--workers",
+    "2",
+    "--quiet",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    out = tmp_path_factory.mktemp("grid")
+    exit_code = main([*TINY_GRID, "--out", str(out)])
+    return out, exit_code
+
+
+def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
+    out, exit_code = tiny_grid
+    assert exit_code == 0
+    assert sorted(path.name for path in (out / "runs").glob("*.csv")) == [
+        "a2c__CartPole-v1__seed0.csv",
+        "a2c__CartPole-v1__seed1.csv",
+        "ppo__CartPole-v1__seed0.csv",
+        "ppo__CartPole-v1__seed1.csv",
+    ]
+    assert not list((out / "runs").glob("*.err"))
+    frame = pd.read_csv(out / "evaluations.csv")
+    assert tuple(frame.columns) == harness.EVAL_COLUMNS
+    assert len(frame) == 2 * 2 * 3
+    for (algo, seed), run in frame.groupby(["algo", "seed"]):
+        assert algo in ("ppo", "a2c") and seed in (0, 1)
+        # ppo (8 envs x 32 steps) and a2c (8 envs x 5 steps) both hit multiples of 256 exactly
+        assert run["timesteps"].tolist() == [0, 256, 512]
+        assert run["timesteps"].is_monotonic_increasing
+        assert run["wall_time_s"].is_monotonic_increasing
+        assert (run["fps"].iloc[1:] > 0).all() and math.isnan(run["fps"].iloc[0])
+        assert np.isfinite(run["mean_return"]).all() and (run["std_return"] >= 0).all()
+    metadata = json.loads((out / "run_metadata.json").read_text())
+    assert metadata["ppo__CartPole-v1__seed0"]["hyperparams_source"] == "rl_zoo3/hyperparams/ppo.yml [CartPole-v1]"
+    assert metadata["ppo__CartPole-v1__seed0"]["n_envs"] == 8
+    assert metadata["a2c__CartPole-v1__seed1"]["reward_threshold"] == 475.0
+
+
+def test_tiny_grid_summary_and_plot(tiny_grid: tuple[Path, int]) -> None:
+    out, _ = tiny_grid
+    summary = (out / "results.md").read_text()
+    assert "python -m benchmarks.run --algos ppo a2c --envs CartPole-v1 --seeds 0 1 --steps 512" in summary
+    assert "## CartPole-v1 (threshold 475 (env spec))" in summary
+    assert "| Algorithm | Seeds | Final return | Best eval | FPS |" in summary
+    assert "| ppo | 2 |" in summary and "| a2c | 2 |" in summary
+    assert "every 256 env steps" in summary and "2 deterministic episodes" in summary
+    assert "torch" in summary and "cores" in summary
+    png = out / "CartPole-v1.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_summary_only_skip_existing_and_fresh_checkout(tiny_grid: tuple[Path, int], tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(tiny_grid[0], out)
+    # --skip-existing: every run already has results, nothing is executed
+    assert main([*TINY_GRID, "--out", str(out), "--skip-existing"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert len(config["invocations"]) == 2 and config["invocations"][-1]["runs_executed"] == 0
+    # runs/ is git-ignored: the summary must be rebuilt from evaluations.csv alone
+    shutil.rmtree(out / "runs")
+    (out / "results.md").unlink()
+    (out / "CartPole-v1.png").unlink()
+    assert main(["--summary-only", "--out", str(out), "--threshold", "CartPole-v1=-1", "--quiet"]) == 0
+    summary = (out / "results.md").read_text()
+    assert "## CartPole-v1 (threshold -1 (override))" in summary
+    # every evaluation reaches -1: the first one after step 0 counts
+    assert summary.count("| 256 | ") == 2 and summary.count(" | 2/2 | ") == 2
+    assert (out / "CartPole-v1.png").is_file()
+    assert len(pd.read_csv(out / "evaluations.csv")) == 12
+
+
+def _hand_made_frame() -> pd.DataFrame:
+    returns = {0: [0.0, 50.0, 100.0, 100.0], 1: [0.0, 100.0, 120.0, 90.0], 2: [100.0, 20.0, 40.0, 60.0]}
+    rows = []
+    for seed, values in returns.items():
+        for timesteps, value in zip([0, 100, 200, 300], values, strict=True):
+            rows.append(("algo", "Env-v0", seed, timesteps, value, 1.0, timesteps / 100, 100.0))
+    return pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS))
+
+
+def test_threshold_logic() -> None:
+    frame = _hand_made_frame()
+    crossings = harness.threshold_crossings(frame, 100.0)
+    assert crossings["reached"].tolist() == [True, True, False]
+    assert crossings["timesteps"].tolist()[:2] == [200.0, 100.0] and math.isnan(crossings["timesteps"].iloc[2])
+    # the untrained policy of seed 2 reaches the threshold at step 0, which only counts on request
+    assert harness.threshold_crossings(frame, 100.0, exclude_initial=False)["timesteps"].tolist() == [200.0, 100.0, 0.0]
+
+    row = harness.summarize_results(frame, {"Env-v0": 100.0}).iloc[0]
+    assert row["n_seeds"] == 3 and row["n_reached"] == 2
+    assert row["final_mean"] == pytest.approx((100 + 90 + 60) / 3)
+    assert row["final_std"] == pytest.approx(np.std([100, 90, 60]))
+    assert row["best_mean"] == pytest.approx((100 + 120 + 100) / 3)
+    assert math.isnan(row["steps_to_threshold"]) and math.isnan(row["wall_to_threshold"])
+    assert harness.format_threshold_cell(row["steps_to_threshold"], 2, 3) == "n/a (2/3 seeds)"
+
+    # without the seed that never reaches it: median over seeds of the first crossing
+    row = harness.summarize_results(frame[frame["seed"] < 2], {"Env-v0": 100.0}).iloc[0]
+    assert row["n_reached"] == 2
+    assert row["steps_to_threshold"] == 150.0 and row["wall_to_threshold"] == 1.5
+    assert harness.format_threshold_cell(row["steps_to_threshold"], 2, 2) == "150"
+    assert harness.format_threshold_cell(row["wall_to_threshold"], 2, 2, decimals=1) == "1.5"
+
+    row = harness.summarize_results(frame, {}).iloc[0]
+    assert row["n_reached"] == 0 and math.isnan(row["threshold"])
+    assert harness.format_threshold_cell(row["steps_to_threshold"], 0, 3, has_threshold=False) == "-"
+
+    resolved = harness.resolve_thresholds(["CartPole-v1", "Pendulum-v1", "Env-v0"], {"Env-v0": 3.0})
+    assert resolved == {"CartPole-v1": (475.0, "env spec"), "Pendulum-v1": (None, "none"), "Env-v0": (3.0, "override")}
+
+
+def test_parse_thresholds() -> None:
+    assert parse_thresholds(["CartPole-v1=475", "ns/Env=v0=-1.5"]) == {"CartPole-v1": 475.0, "ns/Env=v0": -1.5}
+    with pytest.raises(ValueError, match="ENV=VALUE"):
+        parse_thresholds(["CartPole-v1"])
+    with pytest.raises(ValueError, match="not a number"):
+        parse_thresholds(["CartPole-v1=high"])
+
+
+HYPERPARAMS_YAML = """
+CartPole-v1:
+  n_envs: 2
+  n_timesteps: !!float 1e5
+  policy: 'MlpPolicy'
+  n_steps: 16
+  batch_size: 32
+  learning_rate: lin_0.001
+  clip_range: lin_0.2
+  normalize: "{'norm_obs': True, 'norm_reward': False}"
+  policy_kwargs: "dict(net_arch=[16], activation_fn=nn.ReLU)"
+
+MountainCar-v0:
+  frame_stack: 2
+  normalize: true
+  gamma: 0.9
+"""
+
+
+def test_yaml_loader(tmp_path: Path) -> None:
+    import torch.nn as nn
+    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
+
+    (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
+    entry = harness.load_hyperparams("ppo", "CartPole-v1", tmp_path)
+    assert entry.path == tmp_path / "ppo.yml" and entry.key == "CartPole-v1" and not entry.fell_back
+    assert entry.values["learning_rate"] == "lin_0.001"
+
+    experiment = harness.make_experiment("ppo", "CartPole-v1", seed=3, hyperparams_dir=tmp_path)
+    model = experiment.model
+    try:
+        assert experiment.n_envs == 2 and model.n_envs == 2 and model.n_steps == 16 and model.seed == 3
+        assert model.lr_schedule(1.0) == pytest.approx(0.001) and model.lr_schedule(0.5) == pytest.approx(0.0005)
+        assert model.clip_range(1.0) == pytest.approx(0.2) and model.clip_range(0.25) == pytest.approx(0.05)
+        train_norm = model.get_vec_normalize_env()
+        assert isinstance(train_norm, VecNormalize) and train_norm.norm_obs and not train_norm.norm_reward
+        assert train_norm.gamma == pytest.approx(0.99)
+        assert isinstance(experiment.eval_env, VecNormalize) and not experiment.eval_env.training
+        assert experiment.eval_env.num_envs == 1
+        assert model.policy.activation_fn is nn.ReLU and model.policy.net_arch == [16]
+    finally:
+        model.get_env().close()
+        experiment.eval_env.close()
+
+    # frame_stack, normalize with the algorithm's gamma, default policy kwargs
+    experiment = harness.make_experiment("ppo", "MountainCar-v0", seed=0, hyperparams_dir=tmp_path)
+    try:
+        assert isinstance(experiment.model.get_env(), VecFrameStack)
+        assert experiment.model.observation_space.shape == (4,)
+        assert experiment.model.get_vec_normalize_env().gamma == pytest.approx(0.9)
+        assert experiment.model.n_envs == 1
+    finally:
+        experiment.model.get_env().close()
+        experiment.eval_env.close()
+
+    # no entry for the env: algorithm defaults with n_envs=1 (and the fallback is reported)
+    entry = harness.load_hyperparams("ppo", "Acrobot-v1", tmp_path)
+    assert entry.fell_back and entry.values == {"n_envs": 1} and "falling back" in entry.notes[-1]
+    assert entry.source.startswith("algorithm defaults (n_envs=1")
+    # a folder without the algorithm's file falls back to the file shipped with rl_zoo3
+    entry = harness.load_hyperparams("a2c", "CartPole-v1", tmp_path)
+    assert entry.path is not None and entry.path.parts[-3:] == ("rl_zoo3", "hyperparams", "a2c.yml")
+    assert entry.key == "CartPole-v1" and entry.values["n_envs"] == 8
+
+
+def test_unknown_algorithm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"Unknown algorithm 'nope'.*ppo"):
+        harness.get_algorithm_class("nope")
+    with pytest.raises(ValueError, match="Unknown algorithm 'nope'"):
+        harness.run_grid(["nope"], ["CartPole-v1"], [0], 100, 50, 1, 1, tmp_path)
+    with pytest.raises(SystemExit):
+        main(["--algos", "nope", "--envs", "CartPole-v1", "--steps", "100", "--out", str(tmp_path)])
+    monkeypatch.setitem(harness.ALGORITHMS, "ghost", harness.AlgorithmSpec("stable_baselines3", "Ghost", "ghost", False))
+    with pytest.raises(ImportError, match=r"'ghost'.*stable_baselines3\.Ghost"):
+        harness.get_algorithm_class("ghost")
+    assert harness.get_algorithm_class("ppo").__name__ == "PPO"
+
+
+def test_failing_run_is_recorded(tmp_path: Path) -> None:
+    task = harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, str(tmp_path))
+    result = harness._run_task(task)
+    assert not result["ok"]
+    err = (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.err").read_text()
+    assert "Traceback" in err and "NoSuchEnv" in err
+    assert not (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.csv").exists()
