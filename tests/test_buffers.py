@@ -200,13 +200,14 @@ def test_seeded_paths_get_the_top_priority():
     np.testing.assert_allclose(buffer.priorities(), [5.0, 3.0, 5.0])
 
 
-def test_sampling_without_replacement_when_enough_paths():
-    buffer = make_buffer(100)
-    for v in range(5):
-        step(buffer, [float(v)], dones=[True])
-    for _ in range(20):
-        assert len(set(buffer.sample(5).path_ids.tolist())) == 5
-    assert buffer.sample(8).observations.shape[1] == 8  # with replacement when too few
+def test_long_paths_count_as_several_segments():
+    buffer = make_buffer(100, max_segment_length=4)
+    for length in (2, 4, 5, 12):
+        for v in range(length):
+            step(buffer, [float(v)], dones=[v == length - 1])
+    np.testing.assert_allclose(buffer.sampling_distribution(), np.array([1, 1, 2, 3]) / 7)
+    np.testing.assert_allclose(buffer.sampling_distribution(max_segment_length=100), np.ones(4) / 4)
+    assert buffer.sample(8).observations.shape[1] == 8  # more segments than paths: drawn with replacement
 
 
 def test_recent_segments_cover_exactly_the_last_steps():

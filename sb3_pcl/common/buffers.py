@@ -355,13 +355,27 @@ class PathReplayBuffer(BaseBuffer):
             prio[seeded] = prio[~seeded].max() if (~seeded).any() else 0.0
         return prio
 
-    def sampling_distribution(self, path_ids: np.ndarray | None = None) -> np.ndarray:
+    def sampling_distribution(self, path_ids: np.ndarray | None = None, max_segment_length: int | None = None) -> np.ndarray:
         """
+        Probability of drawing each path: ``n_segments * exp(alpha * (prio - max prio))``, normalised.
+
+        A path counts as ``ceil(length / max_segment_length)`` segments (1 when whole paths are
+        sampled), as if it had been cut into chunks of that length like the original code did: with
+        ``alpha = 0`` every stored transition is then about equally likely to be trained on, whatever
+        the length of its episode.
+
         :param path_ids: the paths (default: all stored, in insertion order)
-        :return: probabilities ``exp(alpha * (prio - max prio))``, normalised
+        :param max_segment_length: segment length (default: the buffer's)
+        :return: probabilities
         """
+        if path_ids is None:
+            path_ids = np.array(sorted(self.paths), dtype=np.int64)
         prio = self.priorities(path_ids)
         weights = np.exp(self.alpha * (prio - prio.max()))
+        max_len = max_segment_length if max_segment_length is not None else self.max_segment_length
+        if max_len is not None:
+            lengths = np.array([len(self.paths[int(i)]) for i in path_ids], dtype=np.float64)
+            weights = weights * np.maximum(np.ceil(lengths / max_len), 1.0)
         return weights / weights.sum()
 
     def _sampleable_ids(self) -> np.ndarray:
@@ -374,7 +388,7 @@ class PathReplayBuffer(BaseBuffer):
         self, batch_size: int, env: VecNormalize | None = None, max_segment_length: int | None = None
     ) -> PathBatch:
         """
-        Sample ``batch_size`` path segments by priority, without replacement while enough paths are stored.
+        Sample ``batch_size`` path segments (paths drawn with replacement by :meth:`sampling_distribution`, then a uniform window).
 
         :param batch_size: number of segments
         :param env: VecNormalize wrapper whose statistics normalise observations and rewards
@@ -384,10 +398,9 @@ class PathReplayBuffer(BaseBuffer):
         ids = self._sampleable_ids()
         if len(ids) == 0:
             raise ValueError("cannot sample from an empty PathReplayBuffer")
-        probs = self.sampling_distribution(ids)
-        replace = len(ids) < batch_size
-        chosen = np.random.choice(len(ids), size=batch_size, replace=replace, p=probs)
         max_len = max_segment_length if max_segment_length is not None else self.max_segment_length
+        probs = self.sampling_distribution(ids, max_len)
+        chosen = np.random.choice(len(ids), size=batch_size, replace=True, p=probs)
         segments = []
         for path_id in ids[chosen]:
             path = self.paths[int(path_id)]
