@@ -388,7 +388,7 @@ class PathReplayBuffer(BaseBuffer):
         self, batch_size: int, env: VecNormalize | None = None, max_segment_length: int | None = None
     ) -> PathBatch:
         """
-        Sample ``batch_size`` path segments (paths drawn with replacement by :meth:`sampling_distribution`, then a uniform window).
+        Sample ``batch_size`` path segments: paths drawn with replacement (:meth:`sampling_distribution`), uniform windows.
 
         :param batch_size: number of segments
         :param env: VecNormalize wrapper whose statistics normalise observations and rewards

@@ -97,6 +97,15 @@ def reversed_addition_target(columns: Sequence[Sequence[int]] | np.ndarray, base
     return np.asarray(digits, dtype=np.int64)
 
 
+class UnsupportedRenderModeError(ValueError, TypeError):
+    """
+    An algorithmic task was asked for a render mode other than ``None`` or ``"ansi"``.
+
+    It is also a ``TypeError`` so that SB3's ``make_vec_env``, which asks for ``"rgb_array"``
+    by default and retries without a render mode on ``TypeError``, works with these envs.
+    """
+
+
 class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
     """
     Base class of the algorithmic tasks: read an input (tape or grid) with a movable read head and
@@ -175,7 +184,7 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
             raise ValueError(f"last must be >= 1, got {self.last}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             supported = self.metadata["render_modes"]
-            raise ValueError(f"Unsupported render_mode {render_mode!r}, expected None or one of {supported}")
+            raise UnsupportedRenderModeError(f"Unsupported render_mode {render_mode!r}, expected None or one of {supported}")
         self.render_mode = render_mode
 
         self.observation_space = spaces.Discrete(self.base + 1)

@@ -1,0 +1,16 @@
+"""
+Policies of Reinforce and UREX.
+
+``MlpPolicy`` is SB3's actor-critic MLP (2 x 64 tanh units, a diagonal Gaussian with a learned
+state-independent log-std for ``Box`` actions; the value head is unused by these algorithms).
+``MlpLstmPolicy`` is the recurrent policy of the original code: an LSTM fed with the observation and
+the previous action, linear action and value heads on its output (:mod:`sb3_pcl.common.recurrent`).
+"""
+
+from stable_baselines3.common.policies import ActorCriticPolicy
+
+from sb3_pcl.common.recurrent import MlpLstmPolicy
+
+MlpPolicy = ActorCriticPolicy
+
+__all__ = ["MlpLstmPolicy", "MlpPolicy"]

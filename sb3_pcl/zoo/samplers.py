@@ -1,0 +1,80 @@
+"""
+Optuna samplers of our algorithms, in rl-zoo3's format.
+
+rl-zoo3 calls ``HYPERPARAMS_SAMPLER[algo](trial, n_actions, n_envs, additional_args)`` in each
+trial of ``--optimize`` and passes the returned keyword arguments to the algorithm's constructor
+(over the entry of ``hyperparams/<algo>.yml``). ``HYPERPARAMS_CONVERTER[algo](trial.params)``
+turns the raw parameters of a stored trial back into the same keyword arguments
+(``--storage ... --study-name ... --trial-id N`` trains with trial ``N``'s hyperparameters).
+
+To plug in another algorithm of :data:`sb3_pcl.ALGOS`, add a converter and a sampler here and
+register them in :data:`SAMPLERS` and :data:`CONVERTERS` under the same name.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+
+#: ``(trial, n_actions, n_envs, additional_args) -> constructor kwargs`` (rl-zoo3's sampler signature)
+Sampler = Callable[[optuna.Trial, int, int, dict[str, Any]], dict[str, Any]]
+#: ``trial.params -> constructor kwargs``
+Converter = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: network sizes of the ``net_arch`` choice (separate policy and value MLPs, as SB3's actor-critic policies)
+NET_ARCHS: dict[str, dict[str, list[int]]] = {
+    "small": {"pi": [64, 64], "vf": [64, 64]},
+    "medium": {"pi": [256, 256], "vf": [256, 256]},
+}
+
+
+def convert_pcl_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
+    """
+    Turn the raw parameters of a PCL trial into :class:`~sb3_pcl.PCL` keyword arguments.
+
+    :param sampled_params: ``trial.params`` of a trial sampled by :func:`sample_pcl_params`
+    :return: the constructor keyword arguments (``net_arch`` becomes ``policy_kwargs``)
+    """
+    hyperparams = dict(sampled_params)
+    net_arch = hyperparams.pop("net_arch", None)
+    if net_arch is not None:
+        arch = NET_ARCHS[net_arch]
+        hyperparams["policy_kwargs"] = {"net_arch": {"pi": list(arch["pi"]), "vf": list(arch["vf"])}}
+    return hyperparams
+
+
+def sample_pcl_params(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]) -> dict[str, Any]:
+    """
+    Sample PCL hyperparameters.
+
+    The ranges cover the settings of the PCL paper (entropy ``tau`` down to 1e-5, rollouts of
+    1 to 50 steps, undiscounted and discounted returns) around the defaults of :class:`~sb3_pcl.PCL`.
+
+    :param trial: the Optuna trial
+    :param n_actions: size of a Box action space (0 otherwise; unused by PCL)
+    :param n_envs: number of training envs (unused by PCL)
+    :param additional_args: rl-zoo3's extra information (HER settings; unused by PCL)
+    :return: the constructor keyword arguments
+    """
+    params = {
+        "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-2, log=True),
+        "batch_size": trial.suggest_categorical("batch_size", [8, 16, 32, 64, 128]),
+        "rollout": trial.suggest_categorical("rollout", [1, 2, 5, 10, 20, 50]),
+        "gamma": trial.suggest_categorical("gamma", [0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0]),
+        "tau": trial.suggest_float("tau", 1e-5, 1.0, log=True),
+        "train_freq": trial.suggest_categorical("train_freq", [1, 4, 8, 16, 32, 64]),
+        "gradient_steps": trial.suggest_categorical("gradient_steps", [1, 2, 4, 8]),
+        "max_segment_length": trial.suggest_categorical("max_segment_length", [10, 20, 50, 100, 200]),
+        "critic_weight": trial.suggest_float("critic_weight", 0.01, 10.0, log=True),
+        "max_grad_norm": trial.suggest_float("max_grad_norm", 0.1, 100.0, log=True),
+        "target_network_lag": trial.suggest_categorical("target_network_lag", [0.0, 0.9, 0.95, 0.99, 0.995]),
+        "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
+    }
+    return convert_pcl_params(params)
+
+
+#: Optuna sampler of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
+SAMPLERS: dict[str, Sampler] = {"pcl": sample_pcl_params}
+
+#: converter of stored trial parameters of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
+CONVERTERS: dict[str, Converter] = {"pcl": convert_pcl_params}

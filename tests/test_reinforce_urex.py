@@ -1,0 +1,431 @@
+"""Behaviour tests of ``Reinforce`` and ``UREX`` as SB3 algorithms, and of the LSTM policy with previous-action input."""
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
+from sb3_pcl.common.episodes import collect_episode_batch
+from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions
+from sb3_pcl.reinforce import Reinforce
+from sb3_pcl.urex import UREX
+
+ALGOS = [Reinforce, UREX]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n_threads = th.get_num_threads()
+    th.set_num_threads(1)
+    yield
+    th.set_num_threads(n_threads)
+
+
+def cartpole(n_envs: int = 4, seed: int = 0):
+    return make_vec_env("CartPole-v1", n_envs=n_envs, seed=seed)
+
+
+def copy_env() -> gym.Env:
+    return Monitor(gym.make("sb3_pcl/Copy-v0"))
+
+
+def copy_vec(n_envs: int = 4):
+    return DummyVecEnv([copy_env] * n_envs)
+
+
+class Recorder(BaseCallback):
+    """Counts the calls and keeps the batches."""
+
+    def __init__(self):
+        super().__init__()
+        self.n_steps = 0
+        self.n_rollouts = 0
+        self.batches = []
+
+    def _on_step(self) -> bool:
+        self.n_steps += 1
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.n_rollouts += 1
+        self.batches.append(self.locals["batch"])
+
+
+# ----------------------------------------------------------------------------------------------
+# learn / save / load / predict
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_cartpole_mlp_learn_save_load_predict(algo, tmp_path):
+    env = cartpole()
+    model = algo("MlpPolicy", env, num_samples=2, max_steps=30, seed=0)
+    model.learn(200)
+    assert model.num_timesteps >= 200
+    assert model.logger.name_to_value["train/n_updates"] >= 1
+    obs = env.reset()
+    actions, state = model.predict(obs, deterministic=True)
+    assert actions.shape == (4,) and state is None
+
+    model.save(tmp_path / "model")
+    loaded = algo.load(tmp_path / "model", env=env)
+    assert loaded.num_samples == 2 and loaded.max_steps == 30 and loaded.tau == model.tau
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], actions)
+    for p, q in zip(model.policy.parameters(), loaded.policy.parameters(), strict=True):
+        th.testing.assert_close(p, q)
+    loaded.learn(100, reset_num_timesteps=False)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_copy_lstm_learn_save_load_predict_with_state(algo, tmp_path):
+    env = copy_vec()
+    model = algo("MlpLstmPolicy", env, num_samples=2, seed=1, policy_kwargs={"lstm_hidden_size": 16})
+    callback = Recorder()
+    model.learn(60, callback=callback)
+    assert callback.n_rollouts >= 2
+    assert isinstance(model.policy, MlpLstmPolicy)
+
+    obs = env.reset()
+    starts = np.ones(4, dtype=bool)
+    actions, state = model.predict(obs, state=None, episode_start=starts, deterministic=True)
+    assert actions.shape == (4, 3)
+    assert state is not None and [part.shape for part in state] == [(1, 4, 16), (1, 4, 16), (1, 4, 9)]
+    # The state carries the previous action, one-hot per component.
+    np.testing.assert_array_equal(state[2][0], encode_actions(th.as_tensor(actions), env.action_space).numpy())
+
+    model.save(tmp_path / "model")
+    loaded = algo.load(tmp_path / "model", env=env)
+    actions2, state2 = loaded.predict(obs, state=None, episode_start=starts, deterministic=True)
+    np.testing.assert_array_equal(actions2, actions)
+    for part, part2 in zip(state, state2, strict=True):
+        np.testing.assert_allclose(part, part2)
+    # Works with SB3's evaluation loop (the state is passed back opaquely).
+    mean_reward, _ = evaluate_policy(loaded, env, n_eval_episodes=4)
+    assert np.isfinite(mean_reward)
+
+
+def test_lstm_predict_state_and_episode_start():
+    policy = MlpLstmPolicy(spaces.Discrete(5), spaces.MultiDiscrete([2, 2, 4]), lambda _: 1e-3, lstm_hidden_size=8)
+    obs = np.array([1, 3])
+    _, fresh = policy.predict(obs, None, np.array([True, True]))
+    _, state = policy.predict(obs, fresh, np.array([False, False]))
+    # A non-zero state changes the distribution; episode_start=True resets all of it (LSTM and previous action).
+    obs_t = th.as_tensor(obs)
+    state_t = tuple(th.as_tensor(part) for part in state)
+    logits = []
+    for start_state, starts in [(policy.initial_state(2), th.zeros(2)), (state_t, th.ones(2)), (state_t, th.zeros(2))]:
+        with th.no_grad():
+            dist, _ = policy.get_distribution(obs_t, start_state, starts)
+        # SB3's distribution objects are reused between calls: read the logits now.
+        logits.append(th.cat([d.logits for d in dist.distribution], dim=1))
+    th.testing.assert_close(logits[0], logits[1], atol=1e-7, rtol=0)
+    assert (logits[0] - logits[2]).abs().max() > 1e-5
+    # A single (non-vectorised) observation.
+    action, single_state = policy.predict(np.int64(2))
+    assert action.shape == (3,) and single_state[0].shape == (1, 1, 8)
+
+
+def test_previous_action_is_an_input():
+    policy = MlpLstmPolicy(spaces.Discrete(3), spaces.Discrete(4), lambda _: 1e-3, lstm_hidden_size=8)
+    h, c, _ = policy.initial_state(2)
+    previous = th.zeros(1, 2, 4)
+    previous[0, 0, 1] = 1.0
+    previous[0, 1, 3] = 1.0
+    with th.no_grad():
+        dist, _ = policy.get_distribution(th.tensor([0, 0]), (h, c, previous), th.zeros(2))
+    assert (dist.distribution.logits[0] - dist.distribution.logits[1]).abs().max() > 1e-5
+    # Without the input, the same observation and state give the same distribution.
+    blind = MlpLstmPolicy(spaces.Discrete(3), spaces.Discrete(4), lambda _: 1e-3, lstm_hidden_size=8, prev_action_input=False)
+    with th.no_grad():
+        dist, _ = blind.get_distribution(th.tensor([0, 0]), blind.initial_state(2), th.zeros(2))
+    th.testing.assert_close(dist.distribution.probs[0], dist.distribution.probs[1])
+
+
+@pytest.mark.parametrize(
+    "action_space", [spaces.Discrete(3), spaces.MultiDiscrete([2, 2, 5]), spaces.Box(-1.0, 1.0, shape=(2,))], ids=str
+)
+def test_value_gradient_reaches_the_lstm_unless_detached(action_space):
+    for detach_value, reaches in [(False, True), (True, False)]:
+        policy = MlpLstmPolicy(spaces.Discrete(4), action_space, lambda _: 1e-3, lstm_hidden_size=8, detach_value=detach_value)
+        values = policy.predict_values(th.tensor([1, 2]), policy.initial_state(2), th.ones(2))
+        values.sum().backward()
+        grad = policy.lstm_actor.weight_ih_l0.grad
+        assert (grad is not None and grad.abs().sum() > 0) == reaches
+
+
+@pytest.mark.parametrize("kind", ["dummy", "subproc"])
+def test_evaluate_sequence_reproduces_collection_log_probs(kind):
+    """Log-probs recorded step by step while acting equal those of the whole padded sequence, at every step."""
+    n_envs = 4
+    env = copy_vec(n_envs) if kind == "dummy" else SubprocVecEnv([copy_env] * n_envs, start_method="fork")
+    model = UREX("MlpLstmPolicy", env, num_samples=2, seed=3, policy_kwargs={"lstm_hidden_size": 16})
+    try:
+        batch = collect_episode_batch(env, model.policy, 2, max_steps=40, base_seed=99)
+    finally:
+        env.close()
+    assert batch is not None and batch.episode_starts[1:].any()  # some envs auto-reset inside the batch
+    with th.no_grad():
+        log_prob, values, entropy = model.policy.evaluate_sequence(
+            th.as_tensor(batch.observations),
+            th.as_tensor(batch.actions),
+            th.as_tensor(batch.episode_starts),
+        )
+    assert log_prob.shape == values.shape == entropy.shape == batch.mask.shape
+    np.testing.assert_allclose(log_prob.numpy(), batch.log_probs, atol=1e-5, rtol=0)
+    # The training path (one fused LSTM call, no resets) agrees on the valid steps.
+    with th.no_grad():
+        train_log_prob, _ = model._evaluate_batch(batch)
+    valid = batch.mask > 0
+    np.testing.assert_allclose(train_log_prob.numpy()[valid], batch.log_probs[valid], atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(train_log_prob.numpy()[~valid], 0.0)
+
+
+def test_evaluate_sequence_from_a_mid_episode_state():
+    """A segment evaluated from the state reached by the prefix matches the whole sequence (what PCL needs)."""
+    policy = MlpLstmPolicy(spaces.Discrete(5), spaces.MultiDiscrete([2, 3]), lambda _: 1e-3, lstm_hidden_size=8)
+    rng = np.random.default_rng(0)
+    n_steps, n_seq, cut = 6, 3, 2
+    obs = th.as_tensor(rng.integers(0, 5, size=(n_steps, n_seq)))
+    actions = th.as_tensor(
+        np.stack([rng.integers(0, 2, size=(n_steps, n_seq)), rng.integers(0, 3, size=(n_steps, n_seq))], -1)
+    )
+    starts = th.zeros(n_steps, n_seq)
+    with th.no_grad():
+        full, _, _ = policy.evaluate_sequence(obs, actions, starts)
+        state = policy.initial_state(n_seq)
+        for t in range(cut):
+            _, state = policy.get_distribution(obs[t], state, starts[t])
+            state = (*state, encode_actions(actions[t], policy.action_space).reshape(1, n_seq, -1))
+        tail, _, _ = policy.evaluate_sequence(obs[cut:], actions[cut:], starts[cut:], initial_state=state)
+    th.testing.assert_close(tail, full[cut:])
+
+
+def test_sb3_contrib_recurrent_policy_works():
+    """sb3-contrib's own recurrent policy (no previous-action input, separate critic LSTM) trains too."""
+    env = cartpole()
+    kwargs = {"lstm_hidden_size": 8}
+    model = Reinforce(RecurrentActorCriticPolicy, env, num_samples=2, max_steps=15, seed=0, policy_kwargs=kwargs)
+    batch = collect_episode_batch(env, model.policy, 2, max_steps=15, base_seed=1)
+    assert batch is not None
+    with th.no_grad():
+        log_prob, _ = model._evaluate_batch(batch)
+    valid = batch.mask > 0
+    np.testing.assert_allclose(log_prob.numpy()[valid], batch.log_probs[valid], atol=1e-5, rtol=0)
+    model.learn(40)
+    assert np.isfinite(model.logger.name_to_value["train/loss"])
+
+
+def test_box_actions_with_both_policies():
+    env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    for policy in ["MlpPolicy", "MlpLstmPolicy"]:
+        model = Reinforce(policy, env, num_samples=2, max_steps=10, seed=0)
+        callback = Recorder()
+        model.learn(40, callback=callback)
+        batch = callback.batches[0]
+        assert batch.n_steps == 10 and not batch.ended.any()
+        assert np.isfinite(model.logger.name_to_value["train/loss"])
+
+
+# ----------------------------------------------------------------------------------------------
+# The training step
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_logged_loss_matches_a_per_episode_reference(algo):
+    """The first update's loss, recomputed by hand from the batch's recorded log-probs (the policy has not moved)."""
+    env = cartpole(n_envs=6)
+    model = algo("MlpPolicy", env, num_samples=3, tau=0.2, max_steps=15, seed=4)
+    callback = Recorder()
+    model.learn(1, callback=callback)
+    batch = callback.batches[0]
+    rewards = batch.returns.reshape(2, 3)
+    log_probs = np.array([batch.log_probs[: batch.lengths[i], i].sum() for i in range(6)]).reshape(2, 3)
+    loss = 0.0
+    for g in range(2):
+        if algo is UREX:
+            weights = np.exp(rewards[g] / 0.2 - log_probs[g] - np.max(rewards[g] / 0.2 - log_probs[g]))
+            bonus = 0.2 * 3 * weights / weights.sum()
+        else:
+            bonus = -0.2 * log_probs[g]
+        baseline = np.mean(rewards[g] + bonus)
+        loss += sum(-(rewards[g, k] + bonus[k] - baseline) * log_probs[g, k] for k in range(3))
+    assert model.logger.name_to_value["train/loss"] == pytest.approx(loss / 6, abs=1e-4)
+    assert model.logger.name_to_value["train/batch_return_mean"] == pytest.approx(batch.returns.mean())
+
+
+def test_gradient_clipping_and_adam_eps():
+    env = cartpole()
+    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, seed=0, max_grad_norm=1e-3)
+    assert model.policy.optimizer.defaults["eps"] == 2e-4
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(1)
+    assert model.logger.name_to_value["train/grad_norm"] > 1e-3  # the unclipped norm is logged
+    assert any(not th.equal(p, q) for p, q in zip(before, model.policy.parameters(), strict=True))
+    custom = Reinforce("MlpPolicy", env, num_samples=2, policy_kwargs={"optimizer_kwargs": {"eps": 1e-8}})
+    assert custom.policy.optimizer.defaults["eps"] == 1e-8
+
+
+def test_tau_schedule_is_followed():
+    env = cartpole()
+    taus = []
+
+    class TauRecorder(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_start(self) -> None:
+            if "train/tau" in self.model.logger.name_to_value:
+                taus.append(self.model.logger.name_to_value["train/tau"])
+
+    model = UREX("MlpPolicy", env, num_samples=2, max_steps=5, tau=lambda progress: 0.1 + progress, seed=0)
+    model.learn(200, callback=TauRecorder(), log_interval=1000)
+    assert len(taus) >= 2 and taus == sorted(taus, reverse=True)
+    assert all(0.1 < tau <= 1.1 for tau in taus)
+
+
+# ----------------------------------------------------------------------------------------------
+# SB3 integration
+# ----------------------------------------------------------------------------------------------
+
+
+def test_callback_on_step_once_per_vectorised_step_and_progress_bar():
+    env = cartpole()
+    callback = Recorder()
+    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=25, seed=0)
+    model.learn(150, callback=callback, progress_bar=True)
+    assert callback.n_steps * env.num_envs == model.num_timesteps
+    assert callback.n_steps == sum(batch.n_steps for batch in callback.batches)
+
+
+def test_callback_can_stop_training():
+    class StopNow(BaseCallback):
+        def _on_step(self) -> bool:
+            return False
+
+    model = Reinforce("MlpPolicy", cartpole(), num_samples=2, seed=0)
+    model.learn(10_000, callback=StopNow())
+    assert model.num_timesteps == 4 and model._n_updates == 0
+
+
+def test_rollout_logs_count_only_the_batch_episodes():
+    env = copy_vec()
+    model = Reinforce("MlpLstmPolicy", env, num_samples=2, seed=0, policy_kwargs={"lstm_hidden_size": 8})
+    callback = Recorder()
+    model.learn(30, callback=callback)
+    assert len(model.ep_info_buffer) == sum(int(batch.ended.sum()) for batch in callback.batches)
+
+
+@pytest.mark.parametrize(("algo", "name"), [(Reinforce, "Reinforce"), (UREX, "UREX")])
+def test_tensorboard_run_name(algo, name, tmp_path):
+    model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, tensorboard_log=str(tmp_path), seed=0)
+    model.learn(20)
+    assert os.listdir(tmp_path) == [f"{name}_1"]
+
+
+def test_subproc_vec_env():
+    env = make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls=SubprocVecEnv, vec_env_kwargs={"start_method": "fork"})
+    try:
+        callback = Recorder()
+        Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, seed=0).learn(100, callback=callback)
+        for batch in callback.batches:
+            first = batch.observations[0].reshape(2, 2, -1)
+            np.testing.assert_array_equal(first[:, 0], first[:, 1])
+            assert not np.array_equal(first[0, 0], first[1, 0])
+    finally:
+        env.close()
+
+
+def test_same_seed_same_training():
+    params = []
+    for _ in range(2):
+        model = UREX("MlpPolicy", cartpole(seed=1), num_samples=2, max_steps=20, seed=7)
+        model.learn(100)
+        params.append(th.cat([p.detach().flatten() for p in model.policy.parameters()]))
+    th.testing.assert_close(params[0], params[1])
+
+
+# ----------------------------------------------------------------------------------------------
+# Errors
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_single_env_is_rejected(algo):
+    with pytest.raises(ValueError, match=r"n_envs \(1\) must be a multiple of num_samples \(2\)"):
+        algo("MlpPolicy", "CartPole-v1")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"num_samples": 1}, "num_samples"),
+        ({"num_samples": 3}, "n_envs"),
+        ({"max_steps": 0}, "max_steps"),
+        ({"max_grad_norm": 0.0}, "max_grad_norm"),
+        ({"tau": -0.1}, "tau"),
+        ({"adam_eps": 0.0}, "adam_eps"),
+    ],
+)
+def test_invalid_hyperparameters(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        Reinforce("MlpPolicy", cartpole(), **kwargs)
+
+
+def test_urex_needs_positive_tau():
+    with pytest.raises(ValueError, match="tau must be > 0"):
+        UREX("MlpPolicy", cartpole(), tau=0.0)
+    assert Reinforce("MlpPolicy", cartpole(), tau=0.0).tau == 0.0
+
+
+def test_unseedable_env_is_rejected_at_learn():
+    class Unseeded(gym.Env):
+        observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        action_space = spaces.Discrete(2)
+
+        def __init__(self):
+            self._rng = np.random.default_rng()
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return self._rng.uniform(-1, 1, size=1).astype(np.float32), {}
+
+        def step(self, action):
+            return np.zeros(1, dtype=np.float32), 0.0, True, False, {}
+
+    model = Reinforce("MlpPolicy", DummyVecEnv([Unseeded] * 4), num_samples=2)
+    with pytest.raises(ValueError, match="cannot be reset to a given seed"):
+        model.learn(10)
+
+
+def test_unsupported_action_space_uses_sb3_check():
+    class BinaryEnv(gym.Env):
+        observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        action_space = spaces.MultiBinary(2)
+
+    with pytest.raises(AssertionError, match="action space"):
+        Reinforce("MlpPolicy", DummyVecEnv([BinaryEnv] * 2))
+
+
+# ----------------------------------------------------------------------------------------------
+# Learning
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_reinforce_improves_cartpole():
+    callback = Recorder()
+    model = Reinforce("MlpPolicy", cartpole(n_envs=8), num_samples=2, seed=0)
+    model.learn(20_000, callback=callback)
+    returns = [float(batch.returns.mean()) for batch in callback.batches]
+    assert np.mean(returns[-3:]) > 2 * np.mean(returns[:3]) and np.mean(returns[-3:]) > 80
