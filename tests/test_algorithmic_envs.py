@@ -385,23 +385,49 @@ def test_first_reset_records_the_unplayed_episode():
     other = CopyEnv()
     other.reset(seed=11)
     assert other.reward_shortfalls == env.reward_shortfalls
-    # the next reset records the played episode: here, nothing written
-    unplayed_length = len(env.target)
+    # later resets record only episodes that ended: an episode never stepped is not recorded
+    phantom = list(env.reward_shortfalls)
     env.reset()
-    assert env.reward_shortfalls[1:] == [-float(unplayed_length)]
+    env.reset(seed=3)
+    assert env.reward_shortfalls == phantom
 
 
-def test_mid_episode_reset_records_partial_shortfall():
+def test_interrupted_episode_is_not_recorded():
+    """Unlike gym, a reset in the middle of an episode records nothing (SB3's auto-reset episodes are interrupted)."""
+    env = CopyEnv()
+    env.reset(seed=12)
+    phantom = list(env.reward_shortfalls)
+    play(env, [write_action(env, symbol) for symbol in env.target[:-1]])  # one symbol short: not ended
+    assert not env.episode_ended
+    env.reset()
+    assert env.reward_shortfalls == phantom
+
+
+@pytest.mark.parametrize("ending", ["wrong", "complete", "time_limit"])
+def test_ended_episode_is_recorded_with_its_shortfall_in_the_step_info(ending):
     env = CopyEnv()
     env.reset(seed=12)
     length = len(env.target)
-    play(env, [write_action(env, symbol) for symbol in env.target[:-1]])
+    if ending == "wrong":
+        actions = [write_action(env, (int(env.target[0]) + 1) % env.base)]
+        expected = -0.5 - length
+    elif ending == "complete":
+        actions = list(expert_actions(env))
+        expected = 0.0
+    else:
+        actions = [write_action(env, env.target[0])] + [IDLE_TAPE] * env.time_limit
+        expected = 1.0 - 1.0 - length
+    infos = []
+    for action in actions:
+        _, _, terminated, _, info = env.step(action)
+        infos.append(info)
+        if terminated:
+            break
+    assert terminated and env.episode_ended
+    assert infos[-1]["shortfall"] == expected
+    assert all("shortfall" not in info for info in infos[:-1])
     env.reset()
-    assert env.reward_shortfalls[-1] == -1.0
-    length = len(env.target)
-    env.step(write_action(env, (int(env.target[0]) + 1) % env.base))
-    env.reset()
-    assert env.reward_shortfalls[-1] == -0.5 - length
+    assert env.reward_shortfalls[-1] == expected and len(env.reward_shortfalls) == 2
 
 
 def test_copy_promotion_after_last_perfect_episodes():
@@ -452,14 +478,23 @@ def test_duplicated_input_phantom_of_length_one_counts_as_perfect():
 
 
 def test_promotion_threshold_per_task():
-    """An unfinished episode one symbol short (shortfall -1) passes -1.0 but not -0.1."""
+    """A shortfall of -1 (only an unplayed episode of target length 1 has it) passes -1.0 but not -0.1."""
     for cls, promoted in ((CopyEnv, True), (RepeatCopyEnv, False), (ReverseEnv, False)):
         env = cls(last=2)
         env.reset(seed=15)
         for _ in range(2):
-            play(env, [write_action(env, symbol) for symbol in env.target[:-1]])
-            env.reset()
+            env._record_shortfall(-1.0)
         assert env.min_length == cls.DEFAULT_STARTING_MIN_LENGTH + int(promoted), cls.__name__
+    # the same through the first-reset phantom episode, when its target has length 1
+    for cls, promoted in ((CopyEnv, True), (ReverseEnv, False)):
+        for seed in range(50):
+            env = cls(starting_min_length=1, last=1)
+            env.reset(seed=seed)
+            if env.min_length == 2 or env.reward_shortfalls == [-1.0]:
+                break
+        else:
+            raise AssertionError("no seed with a phantom target of length 1")
+        assert env.min_length == 1 + int(promoted), cls.__name__
 
 
 def test_reverse_promotion_needs_fifty_perfect_episodes():
@@ -484,6 +519,26 @@ def test_min_length_cap():
     assert env.min_length == info["min_length"] == 30
     assert env.reward_shortfalls == [0.0]  # full and perfect, but no promotion past 30: the list is kept
     assert 30 <= len(env.input_data) <= 32
+
+
+def test_set_min_length_hands_the_curriculum_to_an_external_driver():
+    env = CopyEnv(last=1)
+    assert env.curriculum_settings() == {"last": 1, "min_reward_threshold": -1.0, "min_length": 2, "max_min_length": 30}
+    env.set_min_length(5)
+    assert env.external_curriculum and env.min_length == 5
+    _, info = env.reset(seed=19)
+    assert info["min_length"] == 5 and 5 <= len(env.input_data) <= 7 and env.reward_shortfalls == []
+    for _ in range(3):
+        play_expert(env)
+        env.reset()
+    assert env.min_length == 5 and env.reward_shortfalls == []  # no recording, no promotion of its own
+    env.set_min_length(4, external=False)
+    play_expert(env)
+    env.reset()
+    assert not env.external_curriculum and env.min_length == 5  # its own curriculum again
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="min_length"):
+            env.set_min_length(bad)
 
 
 def test_curriculum_is_per_instance():

@@ -22,6 +22,7 @@ import rl_zoo3.hyperparams_opt
 import torch as th
 import yaml
 from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
 
 import sb3_pcl
 from sb3_pcl.common.hyperparams import hyperparams_dir
@@ -58,14 +59,15 @@ def conf_args(algo: str, tmp_path: Path) -> list[str]:
     :param algo: one of our algorithms
     :param tmp_path: folder for a fallback config
     :return: no arguments when our ``<algo>.yml`` has a CartPole entry (the default is under test),
-        else ``--conf-file`` of a minimal entry (the algorithm's defaults), so that every algorithm
-        of ``sb3_pcl.ALGOS`` goes through the plugin
+        else ``--conf-file`` of a minimal entry (the algorithm's defaults, two envs: the episode
+        methods play each start state in groups of ``num_samples`` = 2 envs), so that every
+        algorithm of ``sb3_pcl.ALGOS`` goes through the plugin
     """
     path = default_conf_file(algo)
     if path.is_file() and ENV_ID in (yaml.safe_load(path.read_text()) or {}):
         return []
     fallback = tmp_path / f"{algo}_fallback.yml"
-    fallback.write_text(yaml.safe_dump({ENV_ID: {"policy": "MlpPolicy", "n_timesteps": 2000}}))
+    fallback.write_text(yaml.safe_dump({ENV_ID: {"policy": "MlpPolicy", "n_timesteps": 2000, "n_envs": 2}}))
     return ["--conf-file", str(fallback)]
 
 
@@ -120,8 +122,10 @@ def test_register_algorithms_is_idempotent() -> None:
     assert (len(rl_zoo3.ALGOS), len(rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER)) == sizes
     for name, algo_class in sb3_pcl.ALGOS.items():
         assert rl_zoo3.ALGOS[name] is algo_class
-        assert rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[name] is SAMPLERS[name]
-        assert rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER[name] is CONVERTERS[name]
+    for name, sampler in SAMPLERS.items():
+        assert rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[name] is sampler
+    for name, converter in CONVERTERS.items():
+        assert rl_zoo3.hyperparams_opt.HYPERPARAMS_CONVERTER[name] is converter
     # rl-zoo3's own algorithms are untouched
     assert rl_zoo3.ALGOS["ppo"] is PPO
 
@@ -139,15 +143,16 @@ def test_sampler_kwargs_build_the_algorithm(algo: str) -> None:
     assert algo in SAMPLERS and algo in CONVERTERS, f"add an Optuna sampler and converter for {algo} to sb3_pcl.zoo.samplers"
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0), direction="maximize")
     additional_args = {"using_her_replay_buffer": False, "her_kwargs": {}}
+    n_envs = 2  # samplers get rl-zoo3's n_envs (the episode methods need a multiple of num_samples)
     threads = th.get_num_threads()
     th.set_num_threads(1)
     try:
         for _ in range(8):
             trial = study.ask()
-            kwargs = SAMPLERS[algo](trial, 0, 1, additional_args)
+            kwargs = SAMPLERS[algo](trial, 0, n_envs, additional_args)
             # a stored trial converts back to the same keyword arguments (``--trial-id``)
             assert CONVERTERS[algo](trial.params) == kwargs
-            model = sb3_pcl.ALGOS[algo]("MlpPolicy", ENV_ID, seed=0, **kwargs)
+            model = sb3_pcl.ALGOS[algo]("MlpPolicy", make_vec_env(ENV_ID, n_envs=n_envs), seed=0, **kwargs)
             assert model.policy is not None
             study.tell(trial, 0.0)
     finally:

@@ -3,7 +3,8 @@ Gymnasium ports of OpenAI Gym's algorithmic tasks, with expert demonstrations.
 
 Call :func:`register_algorithmic_envs` (done on ``import sb3_pcl``) to register the ids
 ``sb3_pcl/Copy-v0``, ``sb3_pcl/DuplicatedInput-v0``, ``sb3_pcl/RepeatCopy-v0``, ``sb3_pcl/Reverse-v0``,
-``sb3_pcl/ReversedAddition-v0`` and ``sb3_pcl/ReversedAddition3-v0``.
+``sb3_pcl/ReversedAddition-v0`` and ``sb3_pcl/ReversedAddition3-v0``. :class:`SharedCurriculum` makes all
+envs of a VecEnv share one curriculum (as gym <= 0.17.2 did).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sb3_pcl.envs.algorithmic import (
     duplicated_input_target,
     reversed_addition_target,
 )
+from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
 from sb3_pcl.envs.expert import expert_actions, generate_expert_episodes, load_episodes, save_episodes
 from sb3_pcl.envs.wrappers import CombinedActionWrapper
 
@@ -38,11 +40,13 @@ __all__ = [
     "ReverseEnv",
     "ReversedAddition3Env",
     "ReversedAdditionEnv",
+    "SharedCurriculum",
     "TapeAlgorithmicEnv",
     "duplicated_input_data",
     "duplicated_input_target",
     "expert_actions",
     "generate_expert_episodes",
+    "has_curriculum",
     "load_episodes",
     "register_algorithmic_envs",
     "reversed_addition_target",

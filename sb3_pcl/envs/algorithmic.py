@@ -4,7 +4,7 @@ Gymnasium port of OpenAI Gym's algorithmic tasks (``Copy``, ``DuplicatedInput``,
 
 Gym removed these environments in release 0.20. This module reproduces the behaviour of the last gym
 releases that shipped them (0.7.3 to 0.19.0); the rules are written down in ``ALGORITHMIC_TASKS.md``.
-The differences with gym are only in the interface:
+The differences with gym are in the interface, except one in what the curriculum records (interrupted episodes):
 
 * the ``Tuple(move, write, symbol)`` action space is exposed as ``MultiDiscrete([moves, 2, base])``
   (Stable-Baselines3 has no ``Tuple`` action support); the single ``Discrete`` encoding used by the
@@ -16,7 +16,18 @@ The differences with gym are only in the interface:
   ``TimeLimit`` never binds);
 * the curriculum (``min_length`` and the list of reward shortfalls) is stored **per instance**.
   gym <= 0.17.2 kept it in class attributes shared by every instance of a task in a process,
-  later gym versions per instance, which is the behaviour reproduced here;
+  later gym versions per instance, which is the behaviour reproduced here. The shared curriculum of
+  the old releases (the one the original UREX/PCL code trained with) is available across processes
+  as the VecEnv wrapper :class:`sb3_pcl.envs.curriculum.SharedCurriculum`, which drives the envs
+  through :meth:`AlgorithmicEnv.set_min_length` and reads the ``"shortfall"`` entry that the step
+  info carries when an episode ends;
+* only episodes that **ended** by the task's rules (a wrong write, the whole target written or the
+  time limit) are recorded at the next reset; an episode interrupted by ``reset()`` is not. gym
+  recorded interrupted episodes too (as a failure, about ``-len(target)``), which made no difference
+  with gym's own trainers, whose episodes always ended before a reset, but blocks the curriculum
+  forever under SB3's VecEnvs: they reset finished envs automatically and the next seeded reset
+  interrupts that extra episode. The first reset after construction still records the shortfall of
+  an unplayed episode (``-len(target)``), as in gym;
 * the curriculum settings are constructor arguments (``last``, ``min_reward_threshold``,
   ``starting_min_length``). Note that setting an attribute such as ``last`` on a gymnasium wrapper
   does not reach the base environment: use ``gym.make(env_id, last=100)`` or ``env.unwrapped.last``.
@@ -121,13 +132,17 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
     is replaced by -1 and the episode ends; observe the symbol under the head.
 
     Curriculum: each episode uses an input length ``min_length + uniform{0, 1, 2}``. At every reset the
-    shortfall of the finished episode (total reward - len(target)) is appended to a list keeping the
-    last ``last`` values. When the list is full, its minimum is ``>= min_reward_threshold`` and
-    ``min_length < 30``, ``min_length`` is increased by one and the list is cleared.
+    shortfall of the previous episode (total reward - len(target)) is appended to a list keeping the
+    last ``last`` values, if that episode ended (an episode interrupted by ``reset()`` is not recorded;
+    the step that ends an episode reports its shortfall in ``info["shortfall"]``). When the list is full,
+    its minimum is ``>= min_reward_threshold`` and ``min_length < 30``, ``min_length`` is increased by one
+    and the list is cleared.
     As in gym, whose constructor called ``reset()``, the first reset after construction records the
     shortfall of an episode that was drawn but never played (``-len(target)``); that phantom episode
     is drawn from a generator jumped ahead of ``self.np_random`` so that it does not consume random
     numbers of the real episodes (``reset(seed=s)`` always gives the same input for a given curriculum).
+    :meth:`set_min_length` hands the curriculum to an external driver (e.g.
+    :class:`~sb3_pcl.envs.curriculum.SharedCurriculum`): the env then records and promotes nothing itself.
 
     :param base: Number of symbols (task default when ``None``).
     :param chars: Render symbols as letters ``'A' + i`` instead of digits (task default when ``None``).
@@ -201,6 +216,10 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
         self.reward_shortfalls: list[float] = []
         # ``None`` until the first reset (used to reproduce gym's first-reset quirk).
         self.episode_total_reward: float | None = None
+        # Whether the current episode ended by the task's rules (only such episodes are recorded).
+        self.episode_ended = False
+        # ``True`` while an external driver (``set_min_length``) owns the curriculum.
+        self.external_curriculum = False
 
         # Episode state.
         self.input_data = np.zeros(0, dtype=np.int64)
@@ -283,6 +302,32 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
             self.min_length += 1
             self.reward_shortfalls = []
 
+    def curriculum_settings(self) -> dict[str, Any]:
+        """
+        :return: The curriculum's settings and state: ``last``, ``min_reward_threshold``, ``min_length`` and
+            ``max_min_length`` (what :class:`~sb3_pcl.envs.curriculum.SharedCurriculum` reads from each env).
+        """
+        return {
+            "last": self.last,
+            "min_reward_threshold": self.min_reward_threshold,
+            "min_length": self.min_length,
+            "max_min_length": self.MAX_MIN_LENGTH,
+        }
+
+    def set_min_length(self, min_length: int, external: bool = True) -> None:
+        """
+        Set the curriculum length, used from the next reset on, and clear the list of recent shortfalls.
+
+        :param min_length: The new ``min_length`` (>= 1).
+        :param external: ``True`` (default): an external driver owns the curriculum from now on, the env
+            stops recording shortfalls and promoting on its own. ``False``: the env's own curriculum resumes.
+        """
+        if isinstance(min_length, bool) or not isinstance(min_length, (int, np.integer)) or min_length < 1:
+            raise ValueError(f"min_length must be an integer >= 1, got {min_length!r}")
+        self.min_length = int(min_length)
+        self.reward_shortfalls = []
+        self.external_curriculum = bool(external)
+
     def _draw_episode(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """
         Draw an input of length ``min_length + uniform{0, 1, 2}`` and compute its target.
@@ -313,18 +358,21 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.int64, dict[str, Any]]:
         """
-        Record the finished episode for the curriculum and start a new one.
+        Record the previous episode for the curriculum (if it ended) and start a new one.
 
         :param seed: Seed of ``self.np_random`` (the only source of randomness of the environment).
         :param options: Unused.
         :return: The first observation and the info dict (``min_length``, ``target_length``).
         """
         super().reset(seed=seed)
-        if self.episode_total_reward is None:
+        if self.external_curriculum:
+            pass  # an external driver records the episodes and sets min_length
+        elif self.episode_total_reward is None:
             # gym's constructor drew an episode that was never played: its shortfall is -len(target).
             _, phantom_target = self._draw_episode(self._phantom_generator())
             self._record_shortfall(-float(len(phantom_target)))
-        else:
+        elif self.episode_ended:
+            # Only episodes that ended count; one interrupted by this reset is not recorded (unlike gym).
             self._record_shortfall(self.episode_total_reward - len(self.target))
 
         self.input_data, self.target = self._draw_episode(self.np_random)
@@ -332,6 +380,7 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
         self.time = 0
         self.write_head_position = 0
         self.episode_total_reward = 0.0
+        self.episode_ended = False
         self.last_action = None
         self.last_reward = 0.0
         self._reset_read_head()
@@ -360,7 +409,8 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
         Apply a (move, write?, symbol) action.
 
         :param action: The action, in ``MultiDiscrete([len(MOVEMENTS), 2, base])``.
-        :return: observation, reward, terminated, truncated (always ``False``), info.
+        :return: observation, reward, terminated, truncated (always ``False``), info (``min_length``,
+            ``target_length``, plus ``shortfall``, total reward - len(target), on the step that ends the episode).
         """
         if self.episode_total_reward is None:
             raise RuntimeError("Call reset() before step()")
@@ -389,7 +439,11 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
 
         self.last_reward = reward
         self.episode_total_reward += reward
-        return np.int64(self._observe()), reward, terminated, False, self._get_info()
+        info = self._get_info()
+        if terminated:
+            self.episode_ended = True
+            info["shortfall"] = self.episode_total_reward - len(self.target)
+        return np.int64(self._observe()), reward, terminated, False, info
 
     def _symbol_str(self, symbol: int) -> str:
         return self.charmap[symbol] if 0 <= symbol <= self.base else "?"

@@ -12,7 +12,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import FloatSchedule
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, is_vecenv_wrapped, unwrap_vec_wrapper
 
 from sb3_pcl.common.episodes import (
     MAX_SEED,
@@ -26,6 +26,7 @@ from sb3_pcl.common.episodes import (
     ment_bonus,
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
+from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
@@ -63,6 +64,10 @@ class Reinforce(OnPolicyAlgorithm):
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4); ``policy_kwargs["optimizer_kwargs"]`` overrides it
     :param check_seeding: at the start of ``learn``, reset twice with the same seeds and check the groups
         start identically (the groups of every batch are always checked)
+    :param shared_curriculum: when the envs have a curriculum (the algorithmic tasks of :mod:`sb3_pcl.envs`),
+        wrap the env in :class:`~sb3_pcl.envs.curriculum.SharedCurriculum` (unless it already is) so that all
+        envs share one curriculum, as in gym <= 0.17.2; it counts the batches' episodes only. Per-env curricula
+        drift apart and the copies of a group then start differently (``ValueError``)
     :param stats_window_size: window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments passed to the policy on creation
@@ -89,6 +94,7 @@ class Reinforce(OnPolicyAlgorithm):
         max_grad_norm: float | None = 50.0,
         adam_eps: float = 2e-4,
         check_seeding: bool = True,
+        shared_curriculum: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -127,6 +133,7 @@ class Reinforce(OnPolicyAlgorithm):
         self.max_grad_norm = max_grad_norm  # type: ignore[assignment]
         self.adam_eps = adam_eps
         self.check_seeding = check_seeding
+        self.shared_curriculum = shared_curriculum
         self._batch: EpisodeBatch | None = None
         self._check_hyperparameters()
 
@@ -157,6 +164,7 @@ class Reinforce(OnPolicyAlgorithm):
                 f"{type(self).__name__} does not support Dict observation spaces (flatten them with a wrapper first)"
             )
         if self.env is not None:
+            self.env = self._share_curriculum(self.env)
             check_num_samples(self.num_samples, self.env.num_envs)
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
@@ -166,6 +174,20 @@ class Reinforce(OnPolicyAlgorithm):
             self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs
         )
         self.policy = self.policy.to(self.device)
+
+    def _share_curriculum(self, env: VecEnv) -> VecEnv:
+        """
+        :param env: the training env
+        :return: the env in a :class:`SharedCurriculum` when ``shared_curriculum`` and its envs have a curriculum
+        """
+        if self.shared_curriculum and not is_vecenv_wrapped(env, SharedCurriculum) and has_curriculum(env):
+            return SharedCurriculum(env, first_episode_only=True)
+        return env
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        super().set_env(env, force_reset)
+        assert self.env is not None
+        self.env = self._share_curriculum(self.env)
 
     def _setup_learn(
         self,
@@ -233,6 +255,9 @@ class Reinforce(OnPolicyAlgorithm):
         if batch is None:
             return False
         self._batch = batch
+        curriculum = unwrap_vec_wrapper(env, SharedCurriculum)
+        if isinstance(curriculum, SharedCurriculum):
+            self.logger.record("rollout/min_length", curriculum.min_length)
         self._last_obs = None  # type: ignore[assignment]  # every batch starts with a seeded reset
         callback.update_locals({"batch": batch})
         callback.on_rollout_end()

@@ -31,6 +31,7 @@ class UREX(Reinforce):
     :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4)
     :param check_seeding: at the start of ``learn``, check that seeded resets synchronize the groups
+    :param shared_curriculum: let all envs share one curriculum on the algorithmic tasks (see :class:`~sb3_pcl.Reinforce`)
     :param stats_window_size: window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments passed to the policy on creation
@@ -51,6 +52,7 @@ class UREX(Reinforce):
         max_grad_norm: float | None = 50.0,
         adam_eps: float = 2e-4,
         check_seeding: bool = True,
+        shared_curriculum: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -69,6 +71,7 @@ class UREX(Reinforce):
             max_grad_norm=max_grad_norm,
             adam_eps=adam_eps,
             check_seeding=check_seeding,
+            shared_curriculum=shared_curriculum,
             stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log,
             policy_kwargs=policy_kwargs,

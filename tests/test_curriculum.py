@@ -1,0 +1,241 @@
+"""
+Tests of :class:`sb3_pcl.envs.curriculum.SharedCurriculum` (one curriculum for all envs of a VecEnv, as in
+gym <= 0.17.2) and of its use by Reinforce / UREX.
+"""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize, is_vecenv_wrapped
+
+import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
+from sb3_pcl.envs import SharedCurriculum, expert_actions, has_curriculum
+from sb3_pcl.reinforce import Reinforce
+from sb3_pcl.urex import UREX
+
+WRONG = "wrong"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n_threads = th.get_num_threads()
+    th.set_num_threads(1)
+    yield
+    th.set_num_threads(n_threads)
+
+
+def copy_vec(n_envs: int = 4, vec_env_cls: type[VecEnv] = DummyVecEnv, **env_kwargs) -> VecEnv:
+    """``gym.make`` envs (TimeLimit, OrderEnforcing, PassiveEnvChecker) in SB3's Monitor."""
+    vec_env_kwargs = {"start_method": "fork"} if vec_env_cls is SubprocVecEnv else None
+    return make_vec_env(
+        "sb3_pcl/Copy-v0",
+        n_envs=n_envs,
+        seed=0,
+        env_kwargs={"render_mode": "ansi", **env_kwargs},
+        vec_env_cls=vec_env_cls,
+        vec_env_kwargs=vec_env_kwargs,
+    )
+
+
+class ExpertDriver:
+    """Plays expert episodes in every env of a VecEnv (or a wrong first write in the envs told to fail)."""
+
+    def __init__(self, venv: VecEnv):
+        self.venv = venv
+        venv.reset()
+        self.queues = [self._plan(i) for i in range(venv.num_envs)]
+
+    def _plan(self, index: int, fail: bool = False) -> list[np.ndarray]:
+        base_env = self.venv.get_attr("unwrapped", [index])[0]  # a copy for SubprocVecEnv: only read
+        actions = list(expert_actions(base_env))
+        if fail:
+            wrong = (int(base_env.target[0]) + 1) % base_env.base
+            actions = [np.array([1, 1, wrong])]
+        return actions
+
+    def step(self, fail: set[int] | None = None) -> list[float]:
+        """One vectorised step; envs that end an episode get a new plan. :return: the shortfalls of the step."""
+        actions = np.stack([queue[0] for queue in self.queues])
+        _, _, dones, infos = self.venv.step(actions)
+        shortfalls = []
+        for i in range(self.venv.num_envs):
+            self.queues[i].pop(0)
+            if dones[i]:
+                shortfalls.append(infos[i]["shortfall"])
+                self.queues[i] = self._plan(i, fail=fail is not None and i in fail)
+        return shortfalls
+
+    def fail_next(self, index: int) -> None:
+        """Replace env ``index``'s current plan (it must be fresh) by a wrong first write."""
+        self.queues[index] = self._plan(index, fail=True)
+
+
+def min_lengths(venv: VecEnv) -> list[int]:
+    return list(venv.get_attr("min_length"))
+
+
+# ----------------------------------------------------------------------------------------------
+# The wrapper
+# ----------------------------------------------------------------------------------------------
+
+
+def test_settings_come_from_the_envs_and_disable_their_own_curricula():
+    venv = copy_vec(3, last=5)
+    assert has_curriculum(venv) and not has_curriculum(make_vec_env("CartPole-v1", n_envs=2))
+    curriculum = SharedCurriculum(venv)
+    assert (curriculum.last, curriculum.min_reward_threshold, curriculum.max_min_length, curriculum.min_length) == (
+        5,
+        -1.0,
+        30,
+        2,
+    )
+    # env_method / get_attr reach the base envs through gym.make's wrappers and Monitor
+    assert venv.get_attr("external_curriculum") == [True] * 3
+    curriculum.reset()
+    assert venv.get_attr("reward_shortfalls") == [[]] * 3  # no phantom episode recorded
+    assert curriculum.reward_shortfalls == []
+    overridden = SharedCurriculum(copy_vec(2), last=7, min_reward_threshold=-2.0, min_length=4)
+    assert (overridden.last, overridden.min_reward_threshold, overridden.min_length) == (7, -2.0, 4)
+    assert min_lengths(overridden) == [4, 4]
+
+
+def test_rejects_envs_without_curriculum_and_disagreeing_settings():
+    with pytest.raises(TypeError, match="curriculum_settings"):
+        SharedCurriculum(make_vec_env("CartPole-v1", n_envs=2))
+    mixed = DummyVecEnv([lambda: gym.make("sb3_pcl/Copy-v0", last=3), lambda: gym.make("sb3_pcl/Copy-v0", last=4)])
+    with pytest.raises(ValueError, match="last"):
+        SharedCurriculum(mixed)
+    assert SharedCurriculum(mixed, last=3).last == 3
+    with pytest.raises(ValueError, match="min_length"):
+        SharedCurriculum(copy_vec(2), min_length=0)
+
+
+@pytest.mark.parametrize("vec_env_cls", [DummyVecEnv, SubprocVecEnv])
+def test_promotes_all_envs_together_after_last_perfect_episodes_in_total(vec_env_cls):
+    last = 6
+    venv = copy_vec(4, vec_env_cls, last=last)
+    try:
+        curriculum = SharedCurriculum(venv)
+        driver = ExpertDriver(curriculum)
+        recorded = 0
+        while recorded < last:
+            shortfalls = driver.step()
+            assert all(value == 0.0 for value in shortfalls)
+            recorded += len(shortfalls)
+            promoted = recorded >= last
+            assert curriculum.min_length == 2 + int(promoted)
+            assert min_lengths(venv) == [2 + int(promoted)] * 4
+        # several envs can end in the promoting step: those after the promotion start the new list
+        assert curriculum.reward_shortfalls == [0.0] * (recorded - last)
+        assert venv.get_attr("reward_shortfalls") == [[]] * 4  # the envs record nothing themselves
+        # every env's next reset uses the new length
+        venv.seed(123)
+        curriculum.reset()
+        assert [info["min_length"] for info in venv.reset_infos] == [3] * 4
+        assert all(3 <= len(tape) <= 5 for tape in venv.get_attr("input_data"))
+    finally:
+        venv.close()
+
+
+def reference_min_length(shortfalls: list[float], last: int, threshold: float = -1.0, min_length: int = 2) -> int:
+    """The curriculum rule applied to a sequence of shortfalls."""
+    window: list[float] = []
+    for value in shortfalls:
+        window = [*window, value][-last:]
+        if len(window) == last and min(window) >= threshold and min_length < 30:
+            min_length, window = min_length + 1, []
+    return min_length
+
+
+def test_an_imperfect_episode_delays_the_promotion_of_all_envs():
+    venv = copy_vec(2, last=3)
+    curriculum = SharedCurriculum(venv)
+    driver = ExpertDriver(curriculum)
+    driver.fail_next(1)
+    recorded: list[float] = []
+    while curriculum.min_length < 4:
+        recorded += driver.step(fail={1} if len(recorded) < 6 else None)
+        assert curriculum.min_length == reference_min_length(recorded, 3)
+        assert min_lengths(venv) == [curriculum.min_length] * 2
+    assert sum(value <= -1.5 for value in recorded) >= 2
+    assert len(recorded) > 6
+
+
+def test_interrupted_and_auto_reset_episodes():
+    venv = copy_vec(2, last=100)
+    every = SharedCurriculum(venv)
+    driver = ExpertDriver(every)
+    for _ in range(40):
+        driver.step()
+    n_recorded = len(every.reward_shortfalls)
+    assert n_recorded > 2  # every finished episode counts, auto-reset ones included
+    every.reset()  # interrupts the running episodes: nothing recorded
+    assert len(every.reward_shortfalls) == n_recorded
+
+    first_only = SharedCurriculum(copy_vec(2, last=100), first_episode_only=True)
+    driver = ExpertDriver(first_only)
+    for _ in range(40):
+        driver.step()
+    assert len(first_only.reward_shortfalls) == 2  # one episode per env since the reset
+    first_only.reset()
+    driver.queues = [driver._plan(i) for i in range(2)]
+    for _ in range(40):
+        driver.step()
+    assert len(first_only.reward_shortfalls) == 4
+
+
+@pytest.mark.parametrize("order", ["normalize_on_top", "normalize_below"])
+def test_with_vec_normalize_on_top_or_below(order):
+    venv = copy_vec(2, last=2)
+    if order == "normalize_on_top":
+        curriculum = SharedCurriculum(venv)
+        wrapped: VecEnv = VecNormalize(curriculum, norm_obs=False)
+    else:
+        curriculum = SharedCurriculum(VecNormalize(venv, norm_obs=False))
+        wrapped = curriculum
+    driver = ExpertDriver(wrapped)
+    while curriculum.min_length == 2:
+        driver.step()
+    assert min_lengths(venv) == [3, 3]
+    assert is_vecenv_wrapped(wrapped, SharedCurriculum)
+
+
+# ----------------------------------------------------------------------------------------------
+# Reinforce / UREX
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("algo", [Reinforce, UREX])
+def test_reinforce_urex_with_promotions_mid_training(algo):
+    # every finished episode passes the threshold: with last=2, promotions happen in the middle of the batches
+    env = copy_vec(4, last=2, min_reward_threshold=-100.0)
+    model = algo("MlpPolicy", env, num_samples=2, max_steps=100, seed=0, policy_kwargs={"net_arch": [8]})
+    assert isinstance(model.env, SharedCurriculum) and model.env.first_episode_only
+    model.learn(300, log_interval=10**6)  # no ValueError from the groups' sync check
+    assert model.env.min_length >= 4
+    assert min_lengths(env) == [model.env.min_length] * 4
+    assert model.logger.name_to_value["rollout/min_length"] == model.env.min_length
+
+
+def test_without_shared_curriculum_diverging_envs_break_the_groups():
+    env = copy_vec(4)
+    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, shared_curriculum=False, policy_kwargs={"net_arch": [8]})
+    env.env_method("set_min_length", 5, external=False, indices=[0])  # as a per-env promotion would
+    with pytest.raises(ValueError, match="different"):
+        model.learn(40)
+
+
+def test_shared_curriculum_option_set_env_and_user_wrapper(tmp_path):
+    env = copy_vec(2)
+    assert not isinstance(Reinforce("MlpPolicy", env, shared_curriculum=False).env, SharedCurriculum)
+    assert not isinstance(Reinforce("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2)).env, SharedCurriculum)
+    user = SharedCurriculum(copy_vec(2))
+    model = UREX("MlpPolicy", user, policy_kwargs={"net_arch": [8]})
+    assert model.env is user
+    model.set_env(copy_vec(2))
+    assert isinstance(model.env, SharedCurriculum)
+    model.save(tmp_path / "model")
+    loaded = UREX.load(tmp_path / "model", env=copy_vec(2))
+    assert isinstance(loaded.env, SharedCurriculum) and loaded.shared_curriculum
