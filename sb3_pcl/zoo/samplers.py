@@ -73,8 +73,63 @@ def sample_pcl_params(trial: optuna.Trial, n_actions: int, n_envs: int, addition
     return convert_pcl_params(params)
 
 
+def convert_full_episode_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
+    """
+    Turn the raw parameters of a Reinforce / UREX trial into constructor keyword arguments.
+
+    :param sampled_params: ``trial.params`` of a trial sampled by :func:`sample_reinforce_params`
+        or :func:`sample_urex_params`
+    :return: the constructor keyword arguments
+    """
+    return dict(sampled_params)
+
+
+def _sample_full_episode_params(trial: optuna.Trial, n_envs: int, tau_low: float, tau_high: float) -> dict[str, Any]:
+    # K must divide n_envs and be >= 2 (each start state is played K times)
+    divisors = [k for k in range(2, n_envs + 1) if n_envs % k == 0] or [n_envs]
+    params = {
+        "learning_rate": trial.suggest_float("learning_rate", 1e-4, 3e-2, log=True),
+        "tau": trial.suggest_float("tau", tau_low, tau_high, log=True),
+        "max_grad_norm": trial.suggest_float("max_grad_norm", 1.0, 100.0, log=True),
+        "num_samples": trial.suggest_categorical("num_samples", divisors),
+    }
+    return convert_full_episode_params(params)
+
+
+def sample_reinforce_params(
+    trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]
+) -> dict[str, Any]:
+    """
+    Sample Reinforce (MENT) hyperparameters around the paper's recipe (lr 0.01, clip 50, tau 0.01).
+
+    :param trial: the Optuna trial
+    :param n_actions: size of a Box action space (unused)
+    :param n_envs: number of training envs: ``num_samples`` is drawn among its divisors >= 2
+    :param additional_args: rl-zoo3's extra information (unused)
+    :return: the constructor keyword arguments
+    """
+    return _sample_full_episode_params(trial, n_envs, 1e-4, 0.1)
+
+
+def sample_urex_params(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]) -> dict[str, Any]:
+    """
+    Sample UREX hyperparameters around the paper's recipe (lr 0.01, clip 50, tau 0.1).
+
+    :param trial: the Optuna trial
+    :param n_actions: size of a Box action space (unused)
+    :param n_envs: number of training envs: ``num_samples`` is drawn among its divisors >= 2
+    :param additional_args: rl-zoo3's extra information (unused)
+    :return: the constructor keyword arguments
+    """
+    return _sample_full_episode_params(trial, n_envs, 1e-3, 1.0)
+
+
 #: Optuna sampler of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
-SAMPLERS: dict[str, Sampler] = {"pcl": sample_pcl_params}
+SAMPLERS: dict[str, Sampler] = {"pcl": sample_pcl_params, "reinforce": sample_reinforce_params, "urex": sample_urex_params}
 
 #: converter of stored trial parameters of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
-CONVERTERS: dict[str, Converter] = {"pcl": convert_pcl_params}
+CONVERTERS: dict[str, Converter] = {
+    "pcl": convert_pcl_params,
+    "reinforce": convert_full_episode_params,
+    "urex": convert_full_episode_params,
+}
