@@ -95,19 +95,25 @@ def test_segments_are_cut_to_max_length_and_bootstrap_from_the_next_state():
     for v in range(10):
         step(buffer, [float(v)], dones=[v == 9])
     np.random.seed(0)
-    for _ in range(20):
+    coverage = np.zeros(10)
+    windows = set()
+    for _ in range(3000):
         batch = buffer.sample(1)
-        obs = batch.observations[:, 0, 0].numpy()
-        assert len(obs) == 3
+        length = int(batch.mask[:, 0].sum())
+        assert batch.observations.shape[0] == length <= 3
+        obs = batch.observations[:length, 0, 0].numpy()
         np.testing.assert_allclose(np.diff(obs), 1.0)  # a contiguous window of the path
-        start = int(obs[0])
+        start, end = int(obs[0]), int(obs[-1]) + 1
+        windows.add((start, end))
+        coverage[start:end] += 1
         assert batch.at_path_start[0] == float(start == 0)
-        if start + 3 < 10:
-            assert batch.final_observations[0, 0] == start + 3 and batch.terminated[0] == 0
+        if end < 10:
+            assert batch.final_observations[0, 0] == end and batch.terminated[0] == 0
         else:
             assert batch.final_observations[0, 0] == 9.5 and batch.terminated[0] == 1
-    starts = {int(buffer.sample(1).observations[0, 0, 0]) for _ in range(200)}
-    assert starts == set(range(8))  # every start position is used
+    # windows are clipped to the path at both ends, and every step (the terminal one included) is covered equally
+    assert windows == {(0, 1), (0, 2), *((s, s + 3) for s in range(8)), (8, 10), (9, 10)}
+    np.testing.assert_allclose(coverage / coverage.mean(), np.ones(10), atol=0.15)
     assert buffer.sample(1, max_segment_length=100).observations.shape[0] == 10
 
 
@@ -205,8 +211,14 @@ def test_long_paths_count_as_several_segments():
     for length in (2, 4, 5, 12):
         for v in range(length):
             step(buffer, [float(v)], dones=[v == length - 1])
-    np.testing.assert_allclose(buffer.sampling_distribution(), np.array([1, 1, 2, 3]) / 7)
-    np.testing.assert_allclose(buffer.sampling_distribution(max_segment_length=100), np.ones(4) / 4)
+    np.testing.assert_allclose(buffer.sampling_distribution(), np.array([5, 7, 8, 15]) / 35)  # (L + T - 1) / T
+    weights = np.array([101.0, 103.0, 104.0, 111.0])
+    np.testing.assert_allclose(buffer.sampling_distribution(max_segment_length=100), weights / weights.sum())
+    whole = make_buffer(100)
+    for length in (2, 12):
+        for v in range(length):
+            step(whole, [float(v)], dones=[v == length - 1])
+    np.testing.assert_allclose(whole.sampling_distribution(), [0.5, 0.5])  # whole paths: one unit each
     assert buffer.sample(8).observations.shape[1] == 8  # more segments than paths: drawn with replacement
 
 

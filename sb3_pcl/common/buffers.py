@@ -357,12 +357,12 @@ class PathReplayBuffer(BaseBuffer):
 
     def sampling_distribution(self, path_ids: np.ndarray | None = None, max_segment_length: int | None = None) -> np.ndarray:
         """
-        Probability of drawing each path: ``n_segments * exp(alpha * (prio - max prio))``, normalised.
+        Probability of drawing each path: ``n_windows * exp(alpha * (prio - max prio))``, normalised.
 
-        A path counts as ``ceil(length / max_segment_length)`` segments (1 when whole paths are
-        sampled), as if it had been cut into chunks of that length like the original code did: with
-        ``alpha = 0`` every stored transition is then about equally likely to be trained on, whatever
-        the length of its episode.
+        With segments of at most ``T = max_segment_length`` steps, a path of length ``L`` has
+        ``L + T - 1`` possible windows (see :meth:`sample`); it is weighted by ``(L + T - 1) / T``
+        (1 when whole paths are sampled). With ``alpha = 0`` every stored transition, the first and
+        the last of an episode included, is then equally likely to be trained on.
 
         :param path_ids: the paths (default: all stored, in insertion order)
         :param max_segment_length: segment length (default: the buffer's)
@@ -375,7 +375,7 @@ class PathReplayBuffer(BaseBuffer):
         max_len = max_segment_length if max_segment_length is not None else self.max_segment_length
         if max_len is not None:
             lengths = np.array([len(self.paths[int(i)]) for i in path_ids], dtype=np.float64)
-            weights = weights * np.maximum(np.ceil(lengths / max_len), 1.0)
+            weights = weights * (lengths + max_len - 1) / max_len
         return weights / weights.sum()
 
     def _sampleable_ids(self) -> np.ndarray:
@@ -388,7 +388,7 @@ class PathReplayBuffer(BaseBuffer):
         self, batch_size: int, env: VecNormalize | None = None, max_segment_length: int | None = None
     ) -> PathBatch:
         """
-        Sample ``batch_size`` path segments: paths drawn with replacement (:meth:`sampling_distribution`), uniform windows.
+        Sample ``batch_size`` path segments: paths drawn with replacement (:meth:`sampling_distribution`), then a window.
 
         :param batch_size: number of segments
         :param env: VecNormalize wrapper whose statistics normalise observations and rewards
@@ -405,9 +405,12 @@ class PathReplayBuffer(BaseBuffer):
         for path_id in ids[chosen]:
             path = self.paths[int(path_id)]
             length = len(path)
-            if max_len is not None and length > max_len:
-                start = np.random.randint(0, length - max_len + 1)
-                segments.append((path, start, start + max_len))
+            if max_len is not None and length > 1:
+                # A window of max_len steps whose start is uniform in [-(max_len - 1), length - 1], clipped to
+                # the path: every transition is covered by exactly max_len of these windows, the first and
+                # last ones included (a window drawn inside [0, length - max_len] would rarely see the end).
+                start = np.random.randint(-(max_len - 1), length)
+                segments.append((path, max(0, start), min(length, start + max_len)))
             else:
                 segments.append((path, 0, length))
         return self._gather(segments, env)
