@@ -22,7 +22,15 @@ from sb3_pcl import PCL
 from sb3_pcl.common.buffers import PathReplayBuffer
 
 # Small, fast settings shared by most tests.
-FAST = {"learning_starts": 50, "batch_size": 4, "train_freq": 16, "buffer_size": 2_000, "max_segment_length": 16, "rollout": 4}
+FAST = {
+    "learning_rate": 1e-3,
+    "learning_starts": 50,
+    "batch_size": 4,
+    "train_freq": 16,
+    "buffer_size": 2_000,
+    "max_segment_length": 16,
+    "rollout": 4,
+}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import FloatSchedule, explained_variance, polyak_update
+from stable_baselines3.common.utils import FloatSchedule, LinearSchedule, explained_variance, polyak_update
 
 from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, PathBatch, PathReplayBuffer
 from sb3_pcl.common.consistency import (
@@ -29,6 +29,8 @@ from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 
 VALUE_OPTIMIZERS = (None, "grad")
+#: PCL's default learning rate: linear decay from 1e-3 to 0 over a ``learn`` call
+DEFAULT_LEARNING_RATE = LinearSchedule(1e-3, 0.0, 1.0)
 SAMPLE_FROM = ("online", "target")
 
 
@@ -50,7 +52,9 @@ class PCL(OffPolicyAlgorithm):
     :param policy: the policy model (``MlpPolicy``, ``CnnPolicy`` or an ActorCriticPolicy subclass)
     :param env: the environment to learn from (if registered in Gym, can be str)
     :param learning_rate: learning rate of Adam, constant or a schedule of the remaining progress
-    :param buffer_size: replay capacity in transitions
+        (default: linear decay from 1e-3 to 0 over the ``learn`` call)
+    :param buffer_size: replay capacity in transitions (a small replay of recent paths learns
+        faster and more stably than one holding the whole run)
     :param learning_starts: env steps of uniformly random actions before learning starts
     :param batch_size: number of path segments per replay batch
     :param rollout: consistency window length ``d``
@@ -103,14 +107,14 @@ class PCL(OffPolicyAlgorithm):
         self,
         policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
-        learning_rate: float | Schedule = 1e-3,
-        buffer_size: int = 100_000,
+        learning_rate: float | Schedule = DEFAULT_LEARNING_RATE,
+        buffer_size: int = 20_000,
         learning_starts: int = 1_000,
         batch_size: int = 32,
         rollout: int = 10,
         gamma: float = 0.99,
         tau: float | Schedule = 0.01,
-        train_freq: int | tuple[int, str] = 32,
+        train_freq: int | tuple[int, str] = 8,
         gradient_steps: int = 1,
         max_segment_length: int | None = 32,
         critic_weight: float = 0.5,
