@@ -11,6 +11,7 @@ import time
 
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization
 
 import sb3_pcl
 from sb3_pcl.common.hyperparams import load_hyperparams
@@ -34,15 +35,21 @@ def main(argv: list[str] | None = None) -> float:
     args = parser.parse_args(argv)
 
     algo_class = sb3_pcl.ALGOS[args.algo]
-    hyperparams, n_timesteps, n_envs = load_hyperparams(args.algo, args.env)
-    steps = args.steps if args.steps is not None else int(n_timesteps or 100_000)
-    env = make_vec_env(args.env, n_envs=n_envs, seed=args.seed)
+    entry = load_hyperparams(args.algo, args.env)
+    hyperparams = entry.kwargs
+    steps = args.steps if args.steps is not None else int(entry.n_timesteps or 100_000)
+    env = make_vec_env(args.env, n_envs=entry.n_envs, seed=args.seed)
+    if entry.normalize is not None:
+        env = VecNormalize(env, gamma=hyperparams.get("gamma", 0.99), **entry.normalize)
     model = algo_class(env=env, seed=args.seed, verbose=args.verbose, **hyperparams)
     print(f"Training {algo_class.__name__} on {args.env} for {steps} steps (seed {args.seed}) with {hyperparams}")
     start = time.time()
     model.learn(steps)
     elapsed = time.time() - start
     eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 1000)
+    if entry.normalize is not None:
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
+        sync_envs_normalization(env, eval_env)
     result = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
     mean_return, std_return = float(result[0]), float(result[1])  # type: ignore[arg-type]
     print(f"Evaluation return over {args.eval_episodes} episodes: {mean_return:.1f} +/- {std_return:.1f}")

@@ -6,8 +6,9 @@ The files live at the top of the repository and are shipped inside the package a
 directory, editable install or not.
 """
 
+import ast
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from stable_baselines3.common.utils import LinearSchedule
@@ -33,15 +34,35 @@ def _parse_value(key: str, value: Any) -> Any:
     return value
 
 
-def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -> tuple[dict[str, Any], int | None, int]:
+class Hyperparams(NamedTuple):
+    """An rl-zoo3 entry split into the algorithm's arguments and the experiment settings."""
+
+    kwargs: dict[str, Any]
+    """constructor keyword arguments (``policy`` included, ``"MlpPolicy"`` when absent)"""
+    n_timesteps: int | None
+    """training budget of the entry, if any"""
+    n_envs: int
+    """number of parallel envs (default 1)"""
+    normalize: dict[str, Any] | None
+    """``VecNormalize`` keyword arguments when the entry normalises, else ``None``"""
+
+
+def _parse_normalize(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, str):
+        value = ast.literal_eval(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return {} if value else None
+
+
+def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -> Hyperparams:
     """
-    Constructor keyword arguments for ``algo`` on ``env_id``.
+    Constructor keyword arguments and experiment settings for ``algo`` on ``env_id``.
 
     :param algo: algorithm name (file stem), e.g. ``"pcl"``
     :param env_id: Gymnasium id, e.g. ``"CartPole-v1"``
     :param folder: folder of the yml files (default: :func:`hyperparams_dir`)
-    :return: the keyword arguments (``policy`` included, ``"MlpPolicy"`` when absent),
-        ``n_timesteps`` (or ``None``) and ``n_envs`` (default 1)
+    :return: the parsed entry (the algorithm's defaults when the env has none)
     """
     path = Path(folder or hyperparams_dir()) / f"{algo}.yml"
     entries: dict[str, Any] = {}
@@ -55,4 +76,9 @@ def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -
     n_envs = int(entry.get("n_envs", 1))
     kwargs = {key: _parse_value(key, value) for key, value in entry.items() if key not in EXPERIMENT_KEYS}
     kwargs.setdefault("policy", "MlpPolicy")
-    return kwargs, (int(float(n_timesteps)) if n_timesteps is not None else None), n_envs
+    return Hyperparams(
+        kwargs=kwargs,
+        n_timesteps=int(float(n_timesteps)) if n_timesteps is not None else None,
+        n_envs=n_envs,
+        normalize=_parse_normalize(entry.get("normalize", False)),
+    )

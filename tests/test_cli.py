@@ -1,0 +1,55 @@
+"""The quick training run (``python -m sb3_pcl``) and the hyperparameter files it reads."""
+
+import pytest
+import yaml
+from stable_baselines3.common.utils import LinearSchedule
+
+import sb3_pcl
+from sb3_pcl.__main__ import main
+from sb3_pcl.common.hyperparams import hyperparams_dir, load_hyperparams
+
+
+def test_load_hyperparams_parses_zoo_entries(tmp_path):
+    entry = {
+        "Pendulum-v1": {
+            "n_timesteps": 1e5,
+            "n_envs": 4,
+            "normalize": "{'norm_obs': True, 'norm_reward': False}",
+            "learning_rate": "lin_0.002",
+            "policy_kwargs": "dict(net_arch=[32, 32], activation_fn=nn.ReLU)",
+            "gamma": 0.9,
+        }
+    }
+    (tmp_path / "pcl.yml").write_text(yaml.safe_dump(entry))
+    parsed = load_hyperparams("pcl", "Pendulum-v1", tmp_path)
+    assert parsed.n_timesteps == 100_000 and parsed.n_envs == 4
+    assert parsed.normalize == {"norm_obs": True, "norm_reward": False}
+    assert isinstance(parsed.kwargs["learning_rate"], LinearSchedule) and parsed.kwargs["learning_rate"](1.0) == 0.002
+    assert parsed.kwargs["policy_kwargs"]["net_arch"] == [32, 32]
+    assert parsed.kwargs["policy"] == "MlpPolicy" and parsed.kwargs["gamma"] == 0.9
+    assert "n_envs" not in parsed.kwargs and "normalize" not in parsed.kwargs
+    missing = load_hyperparams("pcl", "Acrobot-v1", tmp_path)
+    assert missing.kwargs == {"policy": "MlpPolicy"} and missing.normalize is None and missing.n_envs == 1
+
+
+def test_shipped_files_have_entries_the_algorithms_accept():
+    for algo, algo_class in sb3_pcl.ALGOS.items():
+        path = hyperparams_dir() / f"{algo}.yml"
+        if not path.is_file():
+            continue
+        for env_id in yaml.safe_load(path.read_text()) or {}:
+            entry = load_hyperparams(algo, env_id)
+            unknown = set(entry.kwargs) - set(algo_class.__init__.__code__.co_varnames)
+            assert not unknown, f"{path}:{env_id} has arguments {algo_class.__name__} does not take: {unknown}"
+
+
+def test_quick_run_trains_and_prints_the_evaluation(capsys, tmp_path):
+    mean_return = main(["--env", "CartPole-v1", "--steps", "300", "--eval-episodes", "2", "--save", str(tmp_path / "m")])
+    out = capsys.readouterr().out
+    assert "Evaluation return over 2 episodes" in out and f"{mean_return:.1f}" in out
+    assert (tmp_path / "m.zip").is_file()
+
+
+def test_quick_run_rejects_unknown_algorithms():
+    with pytest.raises(SystemExit):
+        main(["--algo", "dqn"])
