@@ -152,7 +152,13 @@ def ref_prepend(rewards, log_probs, relative, values, mask, gamma, rollout):
 
 
 def ref_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True, use_target=True):
-    """Per-path loop over the (possibly extended) path. Returns a dict of (T', B) arrays and per-path windows."""
+    """
+    Per-path loop over the (possibly extended) path. Returns a dict of (T', B) arrays and per-path windows.
+
+    With a ``"far_values"`` entry in ``batch``, the far end ``V(s_{t+k})`` of each window is read
+    from it instead of ``"values"`` (``"final_values"`` then belong to the same network).
+    """
+    far_source = batch.get("far_values", batch["values"])
     mask = batch["mask"]
     n_steps, n_paths = mask.shape
     offset = rollout - 1 if start_windows else 0
@@ -166,11 +172,12 @@ def ref_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True,
         tlp = [0.0] * off + [batch["target_log_probs"][t, b] if use_target else 0.0 for t in range(length)]
         rel = [lp[i] - tlp[i] for i in range(len(lp))] if use_target else [0.0] * len(lp)
         v = [gamma ** (off - i) * batch["values"][0, b] for i in range(off)] + [batch["values"][t, b] for t in range(length)]
+        v_far = [math.nan] * off + [far_source[t, b] for t in range(length)]  # a window never ends on a virtual step
         ext_len = length + off
         row0 = offset - off  # 0 unless an empty path
         for u in range(ext_len):
             k = min(rollout, ext_len - u)
-            far = v[u + k] if u + k < ext_len else batch["final_values"][b]
+            far = v_far[u + k] if u + k < ext_len else batch["final_values"][b]
             boot = gamma**k * far
             inner = 0.0
             wlp = 0.0
@@ -322,6 +329,37 @@ def test_path_consistency(rollout, gamma, tau, lam, use_target, start_windows):
             got = getattr(out, name)
             assert got.shape == ref[name].shape, name
             assert_close(got, ref[name])
+
+
+@pytest.mark.parametrize("start_windows", [True, False])
+@pytest.mark.parametrize("gamma", GAMMAS)
+@pytest.mark.parametrize("rollout", ROLLOUTS)
+def test_path_consistency_far_values(rollout, gamma, start_windows):
+    """``far_values`` (e.g. a target value network) replace ``V(s_{t+k})`` at the far end only, never ``V(s_t)``."""
+    for seed in SEEDS:
+        batch = make_batch(seed, rollout)
+        rng = np.random.default_rng(seed + 77)
+        far = np.where(batch["mask"] > 0, rng.normal(size=batch["mask"].shape), rng.uniform(-50, 50, batch["mask"].shape))
+        out = C.path_consistency(
+            t64(batch["rewards"]),
+            t64(batch["log_probs"]),
+            t64(batch["values"]),
+            t64(batch["final_values"]),
+            t64(batch["mask"]),
+            gamma,
+            rollout,
+            tau=0.2,
+            target_log_probs=t64(batch["target_log_probs"]),
+            relative_entropy_coef=0.5,
+            start_windows=start_windows,
+            far_values=t64(far),
+        )
+        ref = ref_consistency({**batch, "far_values": far}, gamma, rollout, 0.2, 0.5, start_windows)
+        for name in ("residual", "window_log_probs", "values", "bootstrap", "mask"):
+            assert_close(getattr(out, name), ref[name])
+        # not a no-op: the far values matter wherever a window ends inside its path
+        default = ref_consistency(batch, gamma, rollout, 0.2, 0.5, start_windows)
+        assert not np.allclose(ref["residual"], default["residual"])
 
 
 @pytest.mark.parametrize("tau,lam", [(0.0, 0.0), (0.3, 0.6)])

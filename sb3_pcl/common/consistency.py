@@ -18,7 +18,9 @@ relative-entropy ``lambda`` (Trust-PCL). For ``t < L``,
 - lambda (log pi_{t+i} - log pi'_{t+i})]``  with ``k = min(d, L - t)``.
 
 The windows that run past the end of a path thus bootstrap from ``V(s_L)`` with the discount
-of the real distance ``gamma^(L-t)`` (the original TF code used one factor less).
+of the real distance ``gamma^(L-t)`` (the original TF code used one factor less). The far-end
+values ``V(s_{t+k})`` and ``V(s_L)`` may come from another network than ``V(s_t)`` (a lagged
+target value network: ``path_consistency(..., far_values=...)``).
 """
 
 from typing import NamedTuple
@@ -193,6 +195,7 @@ def path_consistency(
     target_log_probs: th.Tensor | None = None,
     relative_entropy_coef: float = 0.0,
     start_windows: bool = True,
+    far_values: th.Tensor | None = None,
 ) -> Consistency:
     """
     Path-consistency residuals ``C(t)`` of PCL / Trust-PCL for a batch of paths.
@@ -209,6 +212,9 @@ def path_consistency(
         needed when ``relative_entropy_coef > 0``; treated as constants
     :param relative_entropy_coef: Trust-PCL's ``lambda``
     :param start_windows: add the ``d - 1`` shorter windows that start at ``s_0``
+    :param far_values: ``(T, B)`` values used at the far end of the windows, ``gamma^k V'(s_{t+k})``,
+        e.g. from a lagged target value network (``final_values`` should then come from the same
+        network); ``None``: ``values``. ``V(s_t)`` at the start of each window is always ``values``
     :return: the residuals and the terms the surrogate losses need
     """
     if target_log_probs is None:
@@ -221,9 +227,13 @@ def path_consistency(
         rewards, log_probs, relative, values, mask = prepend_start_windows(
             rewards, log_probs, relative, values, mask, gamma, rollout
         )
+        if far_values is not None:
+            # The virtual start rows are never the far end of a window (the far end of every
+            # window is a real step >= 1): their content only keeps the rows aligned.
+            far_values = th.cat([values[: rollout - 1], far_values], dim=0)
     window_rewards = discounted_window_sum(rewards, mask, gamma, rollout)
     window_log_probs = discounted_window_sum(log_probs, mask, gamma, rollout)
-    bootstrap = bootstrap_values(values, final_values, mask, gamma, rollout)
+    bootstrap = bootstrap_values(values if far_values is None else far_values, final_values, mask, gamma, rollout)
     values = masked(values, mask)
     residual = -values + bootstrap + window_rewards - tau * window_log_probs
     if relative_entropy_coef != 0.0:

@@ -84,6 +84,8 @@ class PCL(OffPolicyAlgorithm):
     :param relative_entropy_coef: ``lambda``, the weight of ``log pi - log pi_target`` in the
         consistency (0 for PCL; Trust-PCL sets and adapts it)
     :param start_windows: add the ``d - 1`` shorter windows that start at the first state of each segment (seed behaviour)
+    :param use_target_values: bootstrap the far end of the windows, ``V(s_{t+k})`` and the final value
+        ``V(s_L)``, from the lagged target value network instead of the online one (``V(s_t)`` stays online)
     :param replay_buffer_class: replay buffer class (a ``PathReplayBuffer`` subclass)
     :param replay_buffer_kwargs: extra keyword arguments of the replay buffer
     :param stats_window_size: window size for the rollout logging
@@ -132,6 +134,7 @@ class PCL(OffPolicyAlgorithm):
         replay_eviction: str = "fifo",
         relative_entropy_coef: float = 0.0,
         start_windows: bool = True,
+        use_target_values: bool = False,
         replay_buffer_class: type[PathReplayBuffer] | None = None,
         replay_buffer_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
@@ -184,6 +187,7 @@ class PCL(OffPolicyAlgorithm):
         self.replay_eviction = replay_eviction
         self.relative_entropy_coef = relative_entropy_coef
         self.start_windows = start_windows
+        self.use_target_values = use_target_values
         self._steps_since_train = 0
         self._check_hyperparameters()
 
@@ -346,10 +350,21 @@ class PCL(OffPolicyAlgorithm):
     def _consistency(
         self, batch: PathBatch, values: th.Tensor, log_prob: th.Tensor, final_values: th.Tensor, tau: float
     ) -> Consistency:
-        target_log_prob = None
-        if self.relative_entropy_coef > 0:
+        """
+        :param batch: the path segments
+        :param values: online ``V(s_t)`` ``(T, B)``
+        :param log_prob: online ``log pi(a_t|s_t)`` ``(T, B)``
+        :param final_values: online ``V(s_L)`` ``(B,)``, zero for terminated segments
+        :param tau: current entropy coefficient
+        :return: the consistency residuals; the target network (no gradient) provides ``log pi'``
+            when ``relative_entropy_coef > 0`` and, with ``use_target_values``, the far-end values
+        """
+        target_log_prob = far_values = None
+        if self.relative_entropy_coef > 0 or self.use_target_values:
             with th.no_grad():
-                _, target_log_prob, _, _ = self._evaluate(self.policy_target, batch)
+                target_values, target_log_prob, target_final_values, _ = self._evaluate(self.policy_target, batch)
+            if self.use_target_values:
+                far_values, final_values = target_values, target_final_values
         return path_consistency(
             batch.rewards,
             log_prob,
@@ -362,6 +377,7 @@ class PCL(OffPolicyAlgorithm):
             target_log_probs=target_log_prob,
             relative_entropy_coef=self.relative_entropy_coef,
             start_windows=self.start_windows,
+            far_values=far_values,
         )
 
     def _train_on_batch(self, batch: PathBatch, tau: float) -> dict[str, float]:
@@ -455,8 +471,12 @@ class PCL(OffPolicyAlgorithm):
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/buffer_size", self.replay_buffer.size())
         self.logger.record("train/buffer_paths", self.replay_buffer.n_paths)
-        if batches and (self.relative_entropy_coef > 0 or self.sample_from == "target"):
+        if batches and self._uses_target_policy():
             self.logger.record("train/kl_to_target", self._kl_to_target(batches[-1]))
+
+    def _uses_target_policy(self) -> bool:
+        """:return: whether acting or learning depends on the target network (then ``train/kl_to_target`` is logged)"""
+        return self.relative_entropy_coef > 0 or self.sample_from == "target" or self.use_target_values
 
     def _kl_to_target(self, batch: PathBatch) -> float:
         """Mean ``KL(pi_target || pi)`` over the valid states of a batch."""

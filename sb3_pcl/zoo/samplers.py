@@ -30,9 +30,9 @@ NET_ARCHS: dict[str, dict[str, list[int]]] = {
 
 def convert_pcl_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
     """
-    Turn the raw parameters of a PCL trial into :class:`~sb3_pcl.PCL` keyword arguments.
+    Turn the raw parameters of a PCL or Trust-PCL trial into :class:`~sb3_pcl.PCL` / ``TrustPCL`` keyword arguments.
 
-    :param sampled_params: ``trial.params`` of a trial sampled by :func:`sample_pcl_params`
+    :param sampled_params: ``trial.params`` of a trial sampled by :func:`sample_pcl_params` or :func:`sample_trust_pcl_params`
     :return: the constructor keyword arguments (``net_arch`` becomes ``policy_kwargs``)
     """
     hyperparams = dict(sampled_params)
@@ -68,6 +68,42 @@ def sample_pcl_params(trial: optuna.Trial, n_actions: int, n_envs: int, addition
         "critic_weight": trial.suggest_float("critic_weight", 0.01, 10.0, log=True),
         "max_grad_norm": trial.suggest_float("max_grad_norm", 0.1, 100.0, log=True),
         "target_network_lag": trial.suggest_categorical("target_network_lag", [0.0, 0.9, 0.95, 0.99, 0.995]),
+        "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
+    }
+    return convert_pcl_params(params)
+
+
+def sample_trust_pcl_params(
+    trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]
+) -> dict[str, Any]:
+    """
+    Sample Trust-PCL hyperparameters.
+
+    The ranges cover both published recipes (2017: rollout 10, lr 2e-3, target lag 0.99, segments of
+    100 steps, 25 per batch; 2018: rollout 1, lr 1e-4, segments of 10 steps, 64 per batch, target
+    values, lambda smoothing 0.99) and the trust-region sizes of the Trust-PCL paper.
+
+    :param trial: the Optuna trial
+    :param n_actions: size of a Box action space (unused)
+    :param n_envs: number of training envs (unused)
+    :param additional_args: rl-zoo3's extra information (unused)
+    :return: the constructor keyword arguments
+    """
+    params = {
+        "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-2, log=True),
+        "batch_size": trial.suggest_categorical("batch_size", [16, 25, 32, 64, 128]),
+        "rollout": trial.suggest_categorical("rollout", [1, 5, 10]),
+        "gamma": trial.suggest_categorical("gamma", [0.9, 0.95, 0.98, 0.99, 0.995, 0.999]),
+        "tau": trial.suggest_categorical("tau", [0.0, 1e-4, 1e-3, 1e-2]),
+        "max_divergence": trial.suggest_categorical("max_divergence", [0.0005, 0.001, 0.002, 0.005]),
+        "lambda_smoothing": trial.suggest_categorical("lambda_smoothing", [0.9, 0.95, 0.99]),
+        "train_freq": trial.suggest_categorical("train_freq", [1, 4, 8, 16, 32, 64, 100]),
+        "gradient_steps": trial.suggest_categorical("gradient_steps", [1, 2, 4, 8]),
+        "max_segment_length": trial.suggest_categorical("max_segment_length", [10, 20, 50, 100]),
+        "max_grad_norm": trial.suggest_float("max_grad_norm", 0.1, 100.0, log=True),
+        "target_network_lag": trial.suggest_categorical("target_network_lag", [0.9, 0.95, 0.99, 0.995]),
+        "sample_from": trial.suggest_categorical("sample_from", ["online", "target"]),
+        "use_target_values": trial.suggest_categorical("use_target_values", [False, True]),
         "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
     }
     return convert_pcl_params(params)
@@ -125,11 +161,17 @@ def sample_urex_params(trial: optuna.Trial, n_actions: int, n_envs: int, additio
 
 
 #: Optuna sampler of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
-SAMPLERS: dict[str, Sampler] = {"pcl": sample_pcl_params, "reinforce": sample_reinforce_params, "urex": sample_urex_params}
+SAMPLERS: dict[str, Sampler] = {
+    "pcl": sample_pcl_params,
+    "trust_pcl": sample_trust_pcl_params,
+    "reinforce": sample_reinforce_params,
+    "urex": sample_urex_params,
+}
 
 #: converter of stored trial parameters of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
 CONVERTERS: dict[str, Converter] = {
     "pcl": convert_pcl_params,
+    "trust_pcl": convert_pcl_params,
     "reinforce": convert_full_episode_params,
     "urex": convert_full_episode_params,
 }
