@@ -1,0 +1,4 @@
+from sb3_pcl.trust_pcl.policies import CnnPolicy, MlpPolicy
+from sb3_pcl.trust_pcl.trust_pcl import TrustPCL
+
+__all__ = ["CnnPolicy", "MlpPolicy", "TrustPCL"]
