@@ -1,0 +1,48 @@
+"""PCL with SB3 callbacks (evaluation, checkpoints, early stop, a custom one) and TensorBoard logging.
+
+Run ``tensorboard --logdir runs/`` to see ``train/consistency_loss``, ``train/entropy``, ``train/tau``,
+``train/explained_variance``, ``rollout/ep_rew_mean``, ``eval/mean_reward`` ...
+"""
+
+import os
+
+from stable_baselines3.common.callbacks import (
+    BaseCallback,
+    CallbackList,
+    CheckpointCallback,
+    EvalCallback,
+    StopTrainingOnRewardThreshold,
+)
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_pcl import PCL
+
+
+class LogBufferPaths(BaseCallback):
+    """Record how many paths the replay holds at the end of every rollout."""
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.logger.record("custom/replay_paths", self.model.replay_buffer.n_paths)
+
+
+# training budget (the test suite sets SB3_PCL_EXAMPLE_STEPS to run the examples quickly)
+STEPS = int(os.environ.get("SB3_PCL_EXAMPLE_STEPS", "100000"))
+
+if __name__ == "__main__":
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
+    eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=1000)
+    stop = StopTrainingOnRewardThreshold(reward_threshold=475, verbose=1)
+    callbacks = CallbackList(
+        [
+            EvalCallback(
+                eval_env, eval_freq=5_000, n_eval_episodes=10, callback_on_new_best=stop, best_model_save_path="logs/"
+            ),
+            CheckpointCallback(save_freq=25_000, save_path="logs/checkpoints/", name_prefix="pcl"),
+            LogBufferPaths(),
+        ]
+    )
+    model = PCL("MlpPolicy", env, tensorboard_log="runs/", seed=0, verbose=1)
+    model.learn(STEPS, callback=callbacks, progress_bar=True)
