@@ -38,7 +38,12 @@ if __name__ == "__main__":
     callbacks = CallbackList(
         [
             EvalCallback(
-                eval_env, eval_freq=5_000, n_eval_episodes=10, callback_on_new_best=stop, best_model_save_path="logs/"
+                eval_env,
+                eval_freq=5_000,
+                n_eval_episodes=10,
+                callback_on_new_best=stop,
+                best_model_save_path="logs/",
+                log_path="logs/",
             ),
             CheckpointCallback(save_freq=25_000, save_path="logs/checkpoints/", name_prefix="pcl"),
             LogBufferPaths(),
