@@ -39,13 +39,13 @@ if __name__ == "__main__":
         [
             EvalCallback(
                 eval_env,
-                eval_freq=5_000,
+                eval_freq=max(STEPS // 20, 1),
                 n_eval_episodes=10,
                 callback_on_new_best=stop,
                 best_model_save_path="logs/",
                 log_path="logs/",
             ),
-            CheckpointCallback(save_freq=25_000, save_path="logs/checkpoints/", name_prefix="pcl"),
+            CheckpointCallback(save_freq=max(STEPS // 4, 1), save_path="logs/checkpoints/", name_prefix="pcl"),
             LogBufferPaths(),
         ]
     )
