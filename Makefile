@@ -29,6 +29,7 @@ check: lint type pytest
 # PCL vs PPO / A2C / TRPO on the classic-control tasks (3 seeds x 100k steps; about 1.5 h on 2 cores)
 benchmark-classic:
 	$(PYTHON) -m benchmarks.run --algos pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 Pendulum-v1 \
-		--seeds 0 1 2 --steps 100000 --eval-freq 5000 --eval-episodes 10 --out benchmarks/results/classic
+		--seeds 0 1 2 --steps 100000 --eval-freq 5000 --eval-episodes 10 --out benchmarks/results/classic \
+		--threshold Pendulum-v1=-250
 
 benchmark: benchmark-classic
