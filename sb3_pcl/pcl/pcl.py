@@ -24,7 +24,7 @@ from sb3_pcl.common.consistency import (
     pcl_value_loss,
     value_targets,
 )
-from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy
+from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 
@@ -100,6 +100,7 @@ class PCL(OffPolicyAlgorithm):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
+        "UnifiedMlpPolicy": UnifiedPolicy,
     }
     policy: ActorCriticPolicy
     policy_target: ActorCriticPolicy
@@ -283,6 +284,8 @@ class PCL(OffPolicyAlgorithm):
     def _setup_optimizers(self) -> None:
         """With a separate value optimiser, the policy's optimiser must not update the value parameters."""
         self.value_optimizer: th.optim.Optimizer | None = None
+        if self.value_optimizer_name is not None and isinstance(self.policy, UnifiedPolicy):
+            raise ValueError("value_optimizer must be None with UnifiedPolicy (its value has no separate parameters)")
         if self.value_optimizer_name is None:
             return
         value_ids = {id(p) for p in self._value_parameters()}
@@ -449,6 +452,8 @@ class PCL(OffPolicyAlgorithm):
         tau = self.tau_schedule(self._current_progress_remaining)
         polyak_update(self.policy.parameters(), self.policy_target.parameters(), 1.0 - self.target_network_lag)
         self._before_training_iteration()
+        if isinstance(self.policy, UnifiedPolicy):  # V(s) = (tau + lambda) * logsumexp(logits)
+            self.policy.temperature = self.policy_target.temperature = tau + self.relative_entropy_coef  # type: ignore[assignment]
 
         batches: list[PathBatch] = []
         if self.use_online_batch and self._steps_since_train > 0:
