@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> float:
     entry = load_hyperparams(args.algo, args.env)
     hyperparams = entry.kwargs
     steps = args.steps if args.steps is not None else int(entry.n_timesteps or 100_000)
-    env = make_vec_env(args.env, n_envs=entry.n_envs, seed=args.seed)
+    env = make_vec_env(args.env, n_envs=entry.n_envs, seed=args.seed, env_kwargs=entry.env_kwargs)
     if entry.normalize is not None:
         env = VecNormalize(env, gamma=hyperparams.get("gamma", 0.99), **entry.normalize)
     model = algo_class(env=env, seed=args.seed, verbose=args.verbose, **hyperparams)
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> float:
     start = time.time()
     model.learn(steps)
     elapsed = time.time() - start
-    eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 1000)
+    eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 1000, env_kwargs=entry.env_kwargs)
     if entry.normalize is not None:
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
         sync_envs_normalization(env, eval_env)

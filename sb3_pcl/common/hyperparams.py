@@ -15,7 +15,16 @@ from stable_baselines3.common.utils import LinearSchedule
 from torch import nn
 
 # Keys of an rl-zoo3 entry that describe the experiment, not the algorithm's constructor.
-EXPERIMENT_KEYS = ("n_timesteps", "n_envs", "normalize", "env_wrapper", "frame_stack", "callback", "vec_env_wrapper")
+EXPERIMENT_KEYS = (
+    "n_timesteps",
+    "n_envs",
+    "normalize",
+    "env_wrapper",
+    "frame_stack",
+    "callback",
+    "vec_env_wrapper",
+    "env_kwargs",
+)
 
 
 def hyperparams_dir() -> Path:
@@ -45,6 +54,8 @@ class Hyperparams(NamedTuple):
     """number of parallel envs (default 1)"""
     normalize: dict[str, Any] | None
     """``VecNormalize`` keyword arguments when the entry normalises, else ``None``"""
+    env_kwargs: dict[str, Any]
+    """keyword arguments of the env constructor"""
 
 
 def _parse_normalize(value: Any) -> dict[str, Any] | None:
@@ -81,4 +92,5 @@ def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -
         n_timesteps=int(float(n_timesteps)) if n_timesteps is not None else None,
         n_envs=n_envs,
         normalize=_parse_normalize(entry.get("normalize", False)),
+        env_kwargs=dict(entry.get("env_kwargs") or {}),
     )
