@@ -24,6 +24,7 @@ from sb3_pcl.common.consistency import (
     pcl_value_loss,
     value_targets,
 )
+from sb3_pcl.common.validation import fail_hyperparameter
 from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
@@ -200,7 +201,7 @@ class PCL(OffPolicyAlgorithm):
         """Raise a ``ValueError`` naming the first invalid hyperparameter."""
 
         def fail(name: str, allowed: str) -> None:
-            raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+            fail_hyperparameter(self, name, allowed)
 
         if not isinstance(self.rollout, (int, np.integer)) or self.rollout < 1:
             fail("rollout", "an integer >= 1")

@@ -26,6 +26,7 @@ from sb3_pcl.common.episodes import (
     ment_bonus,
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
+from sb3_pcl.common.validation import fail_hyperparameter
 from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
@@ -145,7 +146,7 @@ class Reinforce(OnPolicyAlgorithm):
         """Raise a ``ValueError`` naming the first invalid hyperparameter."""
 
         def fail(name: str, allowed: str) -> None:
-            raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+            fail_hyperparameter(self, name, allowed)
 
         if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, (int, np.integer)) or self.num_samples < 2:
             fail("num_samples", "an integer >= 2 (the K-sample baseline needs K episodes per start state)")
