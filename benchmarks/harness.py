@@ -89,14 +89,18 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.preprocessing import is_image_space
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize, unwrap_vec_wrapper
 
 logger = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REPO_HYPERPARAMS_DIR = REPO_ROOT / "hyperparams"
 EVAL_SEED_OFFSET = 1000
-EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_time_s", "fps")
+EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_time_s", "fps", "curriculum_length")
+#: What ``mean_return`` measures: ``"eval"`` deterministic evaluation episodes on a separate env, ``"train"`` the
+#: training episodes (mean of the model's ``ep_info_buffer``: the last ``stats_window_size`` = 100 episodes by default,
+#: gym's definition of "solved" for the algorithmic tasks)
+METRICS = ("eval", "train")
 RUNS_DIRNAME = "runs"
 EVALUATIONS_FILENAME = "evaluations.csv"
 RUN_METADATA_FILENAME = "run_metadata.json"
@@ -442,6 +446,10 @@ class BudgetEvalCallback(BaseCallback):
     :param budget: Step budget; ``_on_step`` returns ``False`` once it is reached
     :param eval_at_start: Evaluate the untrained policy at step 0
     :param deterministic: Use deterministic actions for evaluation
+    :param metric: ``"eval"``: run ``n_eval_episodes`` episodes on ``eval_env``; ``"train"``: record the mean return
+        of the model's recent training episodes (``ep_info_buffer``, NaN before the first one ends) instead
+    :param stop_threshold: stop training at the first evaluation after step 0 whose mean return reaches this value
+        (``None``: always spend the budget)
     """
 
     def __init__(
@@ -452,10 +460,17 @@ class BudgetEvalCallback(BaseCallback):
         budget: int,
         eval_at_start: bool = True,
         deterministic: bool = True,
+        metric: str = "eval",
+        stop_threshold: float | None = None,
     ):
         super().__init__(verbose=0)
         if eval_freq <= 0 or n_eval_episodes <= 0 or budget <= 0:
             raise ValueError("eval_freq, n_eval_episodes and budget must be positive")
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        self.metric = metric
+        self.stop_threshold = stop_threshold
+        self.stopped_at_threshold = False
         self.eval_env = eval_env
         self.eval_freq = eval_freq
         self.n_eval_episodes = n_eval_episodes
@@ -476,8 +491,11 @@ class BudgetEvalCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         if self.model.num_timesteps >= self._next_eval:
-            self.evaluate()
+            record = self.evaluate()
             self._next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
+            if self.stop_threshold is not None and record["mean_return"] >= self.stop_threshold:
+                self.stopped_at_threshold = True
+                return False
         return self.model.num_timesteps < self.budget
 
     @property
@@ -491,31 +509,37 @@ class BudgetEvalCallback(BaseCallback):
         """
         Evaluate the current policy and append a record.
 
-        :return: The record (``timesteps``, ``mean_return``, ``std_return``, ``wall_time_s``, ``fps``)
+        :return: The record (``timesteps``, ``mean_return``, ``std_return``, ``wall_time_s``, ``fps``,
+            ``curriculum_length``)
         """
         eval_start = time.perf_counter()
         train_time = eval_start - self._start - self._eval_time
-        train_norm = self.model.get_vec_normalize_env()
-        eval_norm = unwrap_vec_normalize(self.eval_env)
-        if isinstance(train_norm, VecNormalize) and eval_norm is not None:
-            eval_norm.obs_rms = copy.deepcopy(train_norm.obs_rms)
-            eval_norm.training = False
-        returns, _ = evaluate_policy(
-            self.model,
-            self.eval_env,
-            n_eval_episodes=self.n_eval_episodes,
-            deterministic=self.deterministic,
-            return_episode_rewards=True,
-            warn=False,
-        )
+        if self.metric == "train":
+            returns = [float(info["r"]) for info in self.model.ep_info_buffer or []]
+        else:
+            train_norm = self.model.get_vec_normalize_env()
+            eval_norm = unwrap_vec_normalize(self.eval_env)
+            if isinstance(train_norm, VecNormalize) and eval_norm is not None:
+                eval_norm.obs_rms = copy.deepcopy(train_norm.obs_rms)
+                eval_norm.training = False
+            episode_returns, _ = evaluate_policy(
+                self.model,
+                self.eval_env,
+                n_eval_episodes=self.n_eval_episodes,
+                deterministic=self.deterministic,
+                return_episode_rewards=True,
+                warn=False,
+            )
+            returns = [float(value) for value in episode_returns]  # type: ignore[union-attr]
         self._eval_time += time.perf_counter() - eval_start
         timesteps = int(self.model.num_timesteps)
         record = {
             "timesteps": timesteps,
-            "mean_return": float(np.mean(returns)),
-            "std_return": float(np.std(returns)),
+            "mean_return": float(np.mean(returns)) if len(returns) else math.nan,
+            "std_return": float(np.std(returns)) if len(returns) else math.nan,
             "wall_time_s": float(train_time),
             "fps": timesteps / train_time if timesteps > 0 and train_time > 0 else math.nan,
+            "curriculum_length": curriculum_length(self.model.get_env()),
         }
         self.records.append(record)
         return record
@@ -526,6 +550,27 @@ class BudgetEvalCallback(BaseCallback):
         """
         if not self.records or self.records[-1]["timesteps"] != self.model.num_timesteps:
             self.evaluate()
+
+
+def curriculum_length(env: VecEnv | None) -> float:
+    """
+    :param env: A training env
+    :return: The current ``min_length`` of the algorithmic tasks' curriculum (:mod:`sb3_pcl.envs`): the shared one when
+        the env is wrapped in ``SharedCurriculum``, else the mean over the envs; NaN for envs without a curriculum
+    """
+    if env is None:
+        return math.nan
+    from sb3_pcl.envs.curriculum import SharedCurriculum
+
+    shared = unwrap_vec_wrapper(env, SharedCurriculum)
+    if isinstance(shared, SharedCurriculum):
+        return float(shared.min_length)
+    try:
+        lengths = env.get_attr("min_length")
+    except AttributeError:
+        return math.nan
+    values = [float(length) for length in lengths if isinstance(length, (int, float, np.integer))]
+    return float(np.mean(values)) if values else math.nan
 
 
 def _jsonable(value: Any) -> Any:
@@ -571,6 +616,9 @@ def run_experiment(
     device: str = "cpu",
     env_packages: Sequence[str] = (),
     eval_at_start: bool = True,
+    metric: str = "eval",
+    stop_at_threshold: bool = False,
+    threshold: float | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     Train one (algo, env, seed) run for ``steps`` env steps in the current process, evaluating along the way.
@@ -585,6 +633,9 @@ def run_experiment(
     :param device: PyTorch device
     :param env_packages: Modules to import first (e.g. to register custom envs)
     :param eval_at_start: Also evaluate the untrained policy at step 0
+    :param metric: What an evaluation measures (see :data:`METRICS`)
+    :param stop_at_threshold: End the run at the first evaluation (after step 0) that reaches the threshold
+    :param threshold: Reward threshold (default: the env's ``spec.reward_threshold``)
     :return: The evaluations (columns :data:`EVAL_COLUMNS`) and the run metadata
     """
     import torch
@@ -592,7 +643,19 @@ def run_experiment(
     torch.set_num_threads(1)
     start = time.perf_counter()
     experiment = make_experiment(algo, env_id, seed, hyperparams_dir, device, env_packages)
-    callback = BudgetEvalCallback(experiment.eval_env, eval_freq, n_eval_episodes, steps, eval_at_start=eval_at_start)
+    if threshold is None:
+        threshold = _spec_reward_threshold(env_id)
+    if stop_at_threshold and threshold is None:
+        raise ValueError(f"stop_at_threshold needs a reward threshold, and {env_id} has none (give one explicitly)")
+    callback = BudgetEvalCallback(
+        experiment.eval_env,
+        eval_freq,
+        n_eval_episodes,
+        steps,
+        eval_at_start=eval_at_start,
+        metric=metric,
+        stop_threshold=threshold if stop_at_threshold else None,
+    )
     try:
         experiment.model.learn(total_timesteps=steps, callback=[callback, *experiment.callbacks])
         callback.evaluate_final()
@@ -605,7 +668,7 @@ def run_experiment(
     frame.insert(0, "seed", seed)
     frame.insert(0, "env", env_id)
     frame.insert(0, "algo", algo)
-    frame = frame[list(EVAL_COLUMNS)]
+    frame = frame.reindex(columns=list(EVAL_COLUMNS))
     metadata = {
         "algo": algo,
         "env": env_id,
@@ -613,13 +676,16 @@ def run_experiment(
         "steps": steps,
         "eval_freq": eval_freq,
         "n_eval_episodes": n_eval_episodes,
+        "metric": metric,
         "algorithm_class": f"{type(experiment.model).__module__}.{type(experiment.model).__qualname__}",
         "n_envs": experiment.n_envs,
         "hyperparams_source": experiment.hyperparams_source,
         "hyperparams": _jsonable(experiment.hyperparams),
-        "reward_threshold": _spec_reward_threshold(env_id),
+        "reward_threshold": threshold,
+        "stopped_at_threshold": callback.stopped_at_threshold,
         "final_timesteps": int(frame["timesteps"].iloc[-1]),
         "final_mean_return": float(frame["mean_return"].iloc[-1]),
+        "final_curriculum_length": float(frame["curriculum_length"].iloc[-1]),
         "train_time_s": float(frame["wall_time_s"].iloc[-1]),
         "total_time_s": time.perf_counter() - start,
         "notes": experiment.notes,
@@ -661,6 +727,9 @@ class RunTask:
     :param device: PyTorch device
     :param env_packages: Modules to import first
     :param eval_at_start: Also evaluate at step 0
+    :param metric: What an evaluation measures (see :data:`METRICS`)
+    :param stop_at_threshold: End the run once an evaluation reaches the threshold
+    :param threshold: Reward threshold override (``None``: the env's spec)
     """
 
     algo: str
@@ -674,6 +743,9 @@ class RunTask:
     device: str = "cpu"
     env_packages: tuple[str, ...] = ()
     eval_at_start: bool = True
+    metric: str = "eval"
+    stop_at_threshold: bool = False
+    threshold: float | None = None
 
     @property
     def name(self) -> str:
@@ -743,6 +815,9 @@ def _run_task(task: RunTask) -> dict[str, Any]:
             task.device,
             task.env_packages,
             task.eval_at_start,
+            task.metric,
+            task.stop_at_threshold,
+            task.threshold,
         )
     except Exception:
         return _record_failure(task, traceback.format_exc())
@@ -973,7 +1048,7 @@ def merge_runs(out_dir: str | Path, drop: Iterable[str] = ()) -> pd.DataFrame:
         old = old[~_frame_run_names(old).isin(replaced)]
         if not old.empty:
             fresh = pd.concat([old, fresh], ignore_index=True) if not fresh.empty else old
-    fresh = fresh[list(EVAL_COLUMNS)]
+    fresh = fresh.reindex(columns=list(EVAL_COLUMNS))  # CSVs written before a column existed get NaN there
     if not fresh.empty:
         fresh = fresh.astype({"seed": int, "timesteps": int})
         fresh = fresh.sort_values(["env", "algo", "seed", "timesteps"], kind="stable").reset_index(drop=True)
@@ -1007,6 +1082,8 @@ def run_grid(
     eval_at_start: bool = True,
     fresh_process_per_run: bool = False,
     write_report: bool = True,
+    metric: str = "eval",
+    stop_at_threshold: bool = False,
 ) -> pd.DataFrame:
     """
     Run every (algo, env, seed) of the grid in worker processes and write the results to ``out_dir``.
@@ -1028,6 +1105,10 @@ def run_grid(
     :param eval_at_start: Also evaluate the untrained policy at step 0
     :param fresh_process_per_run: Use a new worker process for every run instead of reusing workers
     :param write_report: Write ``results.md`` and the plots at the end
+    :param metric: ``"eval"`` (deterministic evaluation episodes) or ``"train"`` (mean return of the last 100 training
+        episodes, with the curriculum length of the algorithmic tasks)
+    :param stop_at_threshold: End each run at its first evaluation reaching the threshold (steps to threshold only;
+        the final return is then the return at that point)
     :return: All evaluations in ``out_dir`` (columns :data:`EVAL_COLUMNS`)
     """
     algos, envs, seeds = list(algos), list(envs), [int(seed) for seed in seeds]
@@ -1038,6 +1119,8 @@ def run_grid(
             raise ValueError(f"duplicate entries in {name}: {values}")
     if steps <= 0 or eval_freq <= 0 or n_eval_episodes <= 0:
         raise ValueError("steps, eval_freq and n_eval_episodes must be positive")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     for algo in algos:  # fail fast with a clear error instead of one failing run per task
         get_algorithm_class(algo)
 
@@ -1056,6 +1139,9 @@ def run_grid(
             device,
             tuple(env_packages),
             eval_at_start,
+            metric,
+            stop_at_threshold,
+            (thresholds or {}).get(env),
         )
         for env in envs
         for algo in algos
@@ -1078,6 +1164,8 @@ def run_grid(
         "eval_freq": eval_freq,
         "n_eval_episodes": n_eval_episodes,
         "eval_at_start": eval_at_start,
+        "metric": metric,
+        "stop_at_threshold": stop_at_threshold,
         "workers": workers,
         "device": device,
         "hyperparams_dir": None if hyperparams_dir is None else str(hyperparams_dir),
@@ -1155,7 +1243,8 @@ def summarize_results(frame: pd.DataFrame, thresholds: Mapping[str, float | None
     ``best_mean`` (mean over seeds of each seed's best evaluation), ``fps`` (mean over seeds of the final fps),
     ``wall_time_s`` (mean over seeds of the final training wall-clock), ``threshold``, ``n_reached`` (seeds whose
     evaluation reached the threshold), ``steps_to_threshold`` / ``wall_to_threshold`` (median over seeds of the first
-    crossing after step 0, NaN unless all seeds reach it).
+    crossing after step 0, NaN unless all seeds reach it), ``curriculum_final`` / ``curriculum_min`` /
+    ``curriculum_max`` (mean, min and max over seeds of the last recorded curriculum length; NaN without curriculum).
 
     :param frame: Evaluations (columns :data:`EVAL_COLUMNS`)
     :param thresholds: Reward threshold per env id (missing or ``None``: no threshold)
@@ -1185,9 +1274,27 @@ def summarize_results(frame: pd.DataFrame, thresholds: Mapping[str, float | None
                 "n_reached": n_reached,
                 "steps_to_threshold": float(crossings["timesteps"].median()) if all_reached else math.nan,
                 "wall_to_threshold": float(crossings["wall_time_s"].median()) if all_reached else math.nan,
+                **_curriculum_summary(group),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _curriculum_summary(group: pd.DataFrame) -> dict[str, float]:
+    """
+    :param group: Evaluations of one (env, algo), sorted by seed and timesteps
+    :return: Mean, min and max over seeds of each seed's last recorded curriculum length (NaN without curriculum)
+    """
+    column = group["curriculum_length"] if "curriculum_length" in group else pd.Series(math.nan, index=group.index)
+    finals = column.groupby(group["seed"]).agg(lambda values: values.dropna().iloc[-1] if values.notna().any() else math.nan)
+    finals = finals.dropna()
+    if finals.empty:
+        return {"curriculum_final": math.nan, "curriculum_min": math.nan, "curriculum_max": math.nan}
+    return {
+        "curriculum_final": float(finals.mean()),
+        "curriculum_min": float(finals.min()),
+        "curriculum_max": float(finals.max()),
+    }
 
 
 def format_threshold_cell(value: float, n_reached: int, n_seeds: int, has_threshold: bool = True, decimals: int = 0) -> str:
@@ -1252,6 +1359,7 @@ def plot_learning_curves(
     thresholds: Mapping[str, float | None],
     steps: int | None = None,
     algo_order: Sequence[str] | None = None,
+    ylabel: str = "evaluation return",
 ) -> list[Path]:
     """
     Write one PNG per env (``out_dir/<env>.png``): mean evaluation return over seeds vs timesteps with a min-max band,
@@ -1262,6 +1370,7 @@ def plot_learning_curves(
     :param thresholds: Reward threshold per env id
     :param steps: Step budget shown in the titles (default: the largest timesteps of the env)
     :param algo_order: Order of the algorithms in the legends
+    :param ylabel: What the returns are (y axis label)
     :return: Paths of the written files
     """
     import matplotlib
@@ -1286,7 +1395,7 @@ def plot_learning_curves(
         budget = steps if steps is not None else int(env_frame["timesteps"].max())
         ax.set_title(f"{env}: {budget} steps, seeds {', '.join(map(str, seeds))}")
         ax.set_xlabel("timesteps")
-        ax.set_ylabel("evaluation return (mean over seeds, min-max band)")
+        ax.set_ylabel(f"{ylabel} (mean over seeds, min-max band)")
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize="small")
         fig.tight_layout()
@@ -1353,12 +1462,18 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
     lines += ["```bash", *commands, "```", ""]
     machine = last.get("machine") or machine_info()
     eval_freq, n_episodes = last.get("eval_freq"), last.get("n_eval_episodes")
-    eval_text = (
-        f"every {eval_freq} env steps{' and at step 0' if last.get('eval_at_start', True) else ''}, "
-        f"{n_episodes} deterministic episodes on a separate env seeded seed+{EVAL_SEED_OFFSET}"
-        if last
-        else "unknown"
-    )
+    metric = last.get("metric", "eval")
+    when = f"every {eval_freq} env steps{' and at step 0' if last.get('eval_at_start', True) else ''}"
+    if not last:
+        eval_text = "unknown"
+    elif metric == "train":
+        eval_text = (
+            f"{when}: mean return of the last 100 training episodes (the model's ep_info_buffer; gym's definition of "
+            "solved), no separate evaluation"
+        )
+    else:
+        eval_text = f"{when}, {n_episodes} deterministic episodes on a separate env seeded seed+{EVAL_SEED_OFFSET}"
+    returns_of = "training return (last 100 episodes)" if metric == "train" else "evaluation return"
     settings = [
         ("Algorithms", ", ".join(algos)),
         ("Environments", ", ".join(envs)),
@@ -1381,10 +1496,14 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
     ]
     lines += [_markdown_table(["Setting", "Value"], [[name, value] for name, value in settings]), ""]
     lines += [
+        f"Return: {returns_of}. "
         "Final return: last evaluation, mean ± std over seeds. Best eval: mean over seeds of each seed's best evaluation. "
         "FPS and train wall-clock: training only (evaluation excluded), final value, mean over seeds. "
         "Steps / wall-clock to threshold: first evaluation after step 0 with mean return >= threshold, median over "
-        "seeds (n/a unless every seed reaches it).",
+        "seeds (n/a unless every seed reaches it). "
+        + ("Runs stop at their first evaluation reaching the threshold. " if last.get("stop_at_threshold") else "")
+        + "Curriculum length (algorithmic tasks only): the curriculum's "
+        "min_length at the last evaluation, mean over seeds [min, max].",
         "",
     ]
 
@@ -1407,6 +1526,7 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         lines += [f"## {env} ({title})", ""]
         rows = []
         env_summary = summary[summary["env"] == env].set_index("algo")
+        with_curriculum = bool(env_summary["curriculum_final"].notna().any())
         for algo in _ordered(env_summary.index, algos):
             row = env_summary.loc[algo]
             sources = sorted(
@@ -1432,7 +1552,15 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
                     "; ".join(sources) if sources else "unknown",
                 ]
             )
-        lines += [_markdown_table(header, rows), ""]
+            if with_curriculum:
+                rows[-1].insert(
+                    -1,
+                    "-"
+                    if math.isnan(row["curriculum_final"])
+                    else f"{row['curriculum_final']:.1f} [{row['curriculum_min']:.0f}, {row['curriculum_max']:.0f}]",
+                )
+        env_header = [*header[:-1], "Curriculum length", header[-1]] if with_curriculum else header
+        lines += [_markdown_table(env_header, rows), ""]
         lines += [f"![{env}]({_safe_name(env)}.png)", ""]
 
     errors = sorted((out / RUNS_DIRNAME).glob("*.err"))
@@ -1444,7 +1572,7 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
             lines.append(f"- `{path.stem}`: {last_line} (`{RUNS_DIRNAME}/{path.name}`)")
         lines.append("")
 
-    plot_learning_curves(frame, out, threshold_values, steps=steps, algo_order=algos)
+    plot_learning_curves(frame, out, threshold_values, steps=steps, algo_order=algos, ylabel=returns_of)
     path = out / SUMMARY_FILENAME
     _atomic_write_text(path, "\n".join(lines))
     return path

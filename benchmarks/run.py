@@ -6,6 +6,10 @@ Example::
     python -m benchmarks.run --algos pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 Pendulum-v1 \\
         --seeds 0 1 2 --steps 100000 --eval-freq 5000 --eval-episodes 10 --workers 2 --out benchmarks/results/classic
 
+    # the algorithmic tasks: training episodes (gym's "solved" criterion) and the curriculum length
+    python -m benchmarks.run --algos urex reinforce --envs sb3_pcl/Copy-v0 --seeds 0 1 2 --steps 20000000 \\
+        --eval-freq 20000 --metric train --stop-at-threshold --gym-packages sb3_pcl --out benchmarks/results/algorithmic
+
     # rebuild results.md and the plots from the CSVs of an earlier run
     python -m benchmarks.run --summary-only --out benchmarks/results/classic --threshold Pendulum-v1=-200
 """
@@ -54,6 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=int, default=None, help="step budget per run (total env steps over parallel envs)")
     parser.add_argument("--eval-freq", type=int, default=None, help="evaluation interval in env steps (default: steps // 20)")
     parser.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation (default: 10)")
+    parser.add_argument(
+        "--metric",
+        choices=("eval", "train"),
+        default="eval",
+        help="eval: deterministic evaluation episodes (default); train: mean return of the last 100 training episodes "
+        "(gym's 'solved' criterion of the algorithmic tasks), with their curriculum length",
+    )
+    parser.add_argument(
+        "--stop-at-threshold",
+        action="store_true",
+        help="end each run at its first evaluation that reaches the reward threshold (measures steps to threshold)",
+    )
     parser.add_argument("--no-initial-eval", action="store_true", help="do not evaluate the untrained policy at step 0")
     parser.add_argument(
         "--workers", type=int, default=os.cpu_count(), help="parallel worker processes (default: os.cpu_count())"
@@ -133,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command=command,
         eval_at_start=not args.no_initial_eval,
         fresh_process_per_run=args.fresh_process_per_run,
+        metric=args.metric,
+        stop_at_threshold=args.stop_at_threshold,
     )
     expected = {(algo, env, seed) for algo in args.algos for env in args.envs for seed in args.seeds}
     present = set(zip(frame["algo"], frame["env"], frame["seed"].astype(int), strict=True))

@@ -106,7 +106,8 @@ def _hand_made_frame() -> pd.DataFrame:
     for seed, values in returns.items():
         for timesteps, value in zip([0, 100, 200, 300], values, strict=True):
             rows.append(("algo", "Env-v0", seed, timesteps, value, 1.0, timesteps / 100, 100.0))
-    return pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS))
+    # written before the curriculum_length column existed: the summary must still work
+    return pd.DataFrame(rows, columns=[column for column in harness.EVAL_COLUMNS if column != "curriculum_length"])
 
 
 def test_threshold_logic() -> None:
@@ -233,3 +234,47 @@ def test_failing_run_is_recorded(tmp_path: Path) -> None:
     err = (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.err").read_text()
     assert "Traceback" in err and "NoSuchEnv" in err
     assert not (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.csv").exists()
+
+
+def test_train_metric_and_stop_at_threshold(tmp_path: Path) -> None:
+    (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
+    frame, metadata = harness.run_experiment(
+        "ppo", "CartPole-v1", 0, 4096, 64, hyperparams_dir=tmp_path, metric="train", stop_at_threshold=True, threshold=15.0
+    )
+    # no training episode has ended at step 0; afterwards the training episodes' mean return is recorded
+    assert math.isnan(frame["mean_return"].iloc[0])
+    assert np.isfinite(frame["mean_return"].iloc[1:]).all()
+    assert frame["curriculum_length"].isna().all()
+    # random CartPole episodes last about 20 steps: the run stops at the first evaluation reaching 15, long before 4096
+    assert metadata["stopped_at_threshold"] and metadata["metric"] == "train" and metadata["reward_threshold"] == 15.0
+    assert frame["mean_return"].iloc[-1] >= 15.0 and (frame["mean_return"].iloc[1:-1] < 15.0).all()
+    assert frame["timesteps"].iloc[-1] < 4096
+    with pytest.raises(ValueError, match="has no"):
+        harness.run_experiment("ppo", "Pendulum-v1", 0, 64, 32, hyperparams_dir=tmp_path, stop_at_threshold=True)
+    with pytest.raises(ValueError, match="metric"):
+        harness.BudgetEvalCallback(None, 10, 1, 10, metric="best")  # type: ignore[arg-type]
+
+
+URE_YAML = """
+sb3_pcl/Copy-v0:
+  policy: 'MlpLstmPolicy'
+  n_envs: 20
+  num_samples: 10
+  learning_rate: 0.01
+  policy_kwargs: "dict(lstm_hidden_size=8)"
+  env_kwargs:
+    render_mode: 'ansi'
+"""
+
+
+def test_curriculum_length_recorded(tmp_path: Path) -> None:
+    (tmp_path / "urex.yml").write_text(URE_YAML)
+    out = tmp_path / "grid"
+    harness.run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], 600, 200, 1, 1, out, hyperparams_dir=tmp_path, metric="train")
+    frame = pd.read_csv(out / "evaluations.csv")
+    # the shared curriculum of the algorithmic tasks starts at min_length 2 (600 steps are far too few to promote)
+    assert (frame["curriculum_length"] == 2).all()
+    assert np.isfinite(frame["mean_return"].iloc[1:]).all()
+    summary = (out / "results.md").read_text()
+    assert "| Curriculum length |" in summary and "2.0 [2, 2]" in summary
+    assert "mean return of the last 100 training episodes" in summary
