@@ -138,15 +138,6 @@ class NaNAtStep(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-@pytest.fixture(autouse=True)
-def _single_torch_thread():
-    """Tiny networks: intra-op threading only adds contention (and is much slower on a busy 2-core machine)."""
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
-
-
 def params_of(module: th.nn.Module) -> dict[str, th.Tensor]:
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 

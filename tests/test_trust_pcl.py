@@ -31,14 +31,6 @@ FAST = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _single_torch_thread():
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
-
-
 # ----------------------------------------------------------------------------------------------
 # 1. The lambda search
 # ----------------------------------------------------------------------------------------------

@@ -13,6 +13,11 @@ Seeded paths (expert demonstrations) are never evicted and always carry the top 
 Paths are sampled with probability ``p_i ~ exp(alpha * (prio_i - max prio))`` where the
 priority is the recency of the path (``priority="step"``: the buffer step of its last
 transition) or its return (``priority="return"``).
+
+For recurrent policies (``replay_from_start=True``) every batch also carries a
+:class:`PathHistory`: each segment's path from its first stored step up to the segment's final
+state, so that the policy's recurrent state at the segment can be rebuilt exactly, for the current
+parameters, by replaying the path from the start of its episode.
 """
 
 from dataclasses import dataclass, field
@@ -26,6 +31,23 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 EVICTION_STRATEGIES = ("fifo", "rand", "rank")
 PRIORITY_MODES = ("step", "return")
+
+
+class PathHistory(NamedTuple):
+    """
+    Each segment's path replayed from its first stored step, for recurrent policies.
+
+    Column ``b`` holds the path's steps ``0 .. end_b - 1`` (the segment is the last ``L_b`` of them) and
+    then the segment's final observation, padded after that; the segment's step ``t`` is row
+    ``offsets[b] + t`` and its final state is row ``offsets[b] + L_b``.
+    """
+
+    observations: th.Tensor
+    """``(H, B, *obs_shape)``; padding rows repeat the final observation."""
+    actions: th.Tensor
+    """``(H, B, action_dim)``; the action of the final-observation row and of padding rows is zero."""
+    offsets: th.Tensor
+    """``(B,)`` (long) row of the segment's first step: how many steps of its path precede it."""
 
 
 class PathBatch(NamedTuple):
@@ -47,6 +69,8 @@ class PathBatch(NamedTuple):
     """``(B,)`` 1 when the segment starts at the first step of its path."""
     path_ids: np.ndarray
     """``(B,)`` identifiers of the sampled paths."""
+    history: PathHistory | None = None
+    """The segments' paths from their first step (only from a buffer with ``replay_from_start=True``)."""
 
 
 @dataclass
@@ -85,6 +109,9 @@ class PathReplayBuffer(BaseBuffer):
     :param max_segment_length: sampled segments are at most this long (``None``: whole paths)
     :param handle_timeout_termination: treat ``TimeLimit.truncated`` episode ends as cut
         paths that bootstrap, as SB3's replay buffers do
+    :param replay_from_start: batches also carry each segment's path from its first stored step
+        (:attr:`PathBatch.history`), so that a recurrent policy can rebuild its state at the segment
+        exactly by replaying the path from the start of the episode
     """
 
     def __init__(
@@ -100,6 +127,7 @@ class PathReplayBuffer(BaseBuffer):
         eviction: str = "fifo",
         max_segment_length: int | None = None,
         handle_timeout_termination: bool = True,
+        replay_from_start: bool = False,
     ):
         super().__init__(buffer_size, observation_space, action_space, device=device, n_envs=n_envs)
         if optimize_memory_usage:
@@ -119,6 +147,7 @@ class PathReplayBuffer(BaseBuffer):
         self.eviction = eviction
         self.max_segment_length = max_segment_length
         self.handle_timeout_termination = handle_timeout_termination
+        self.replay_from_start = replay_from_start
 
         # Storage, allocated on first use.
         self.observations: np.ndarray | None = None
@@ -150,6 +179,16 @@ class PathReplayBuffer(BaseBuffer):
         """:return: number of stored paths (finished or running)"""
         return len(self.paths)
 
+    @property
+    def n_seeded_paths(self) -> int:
+        """:return: number of seeded paths (``add_path(..., seed=True)``, never evicted)"""
+        return sum(1 for path in self.paths.values() if path.is_seed)
+
+    @property
+    def n_seeded_transitions(self) -> int:
+        """:return: number of transitions held by the seeded paths"""
+        return sum(len(path) for path in self.paths.values() if path.is_seed)
+
     def reset(self) -> None:
         """Remove every path, seeded ones included."""
         self.__init__(  # type: ignore[misc]
@@ -163,6 +202,7 @@ class PathReplayBuffer(BaseBuffer):
             eviction=self.eviction,
             max_segment_length=self.max_segment_length,
             handle_timeout_termination=self.handle_timeout_termination,
+            replay_from_start=self.replay_from_start,
         )
 
     def _new_path(self, env_idx: int, is_seed: bool = False) -> Path:
@@ -468,6 +508,36 @@ class PathReplayBuffer(BaseBuffer):
             terminated=self.to_torch(terminated),
             at_path_start=self.to_torch(at_start),
             path_ids=np.array([path.path_id for path, _, _ in segments]),
+            history=self._gather_history(segments, env) if getattr(self, "replay_from_start", False) else None,
+        )
+
+    def _gather_history(self, segments: list[tuple[Path, int, int]], env: VecNormalize | None) -> PathHistory:
+        """
+        The segments' paths from their first stored step to the segment's final state (see :class:`PathHistory`).
+
+        :param segments: ``(path, start, end)`` of each column
+        :param env: VecNormalize wrapper for normalisation
+        :return: the time-major history of each column
+        """
+        assert self.observations is not None and self.actions is not None
+        horizon = max(end for _, _, end in segments) + 1
+        n_segments = len(segments)
+        observations = np.zeros((horizon, n_segments, *self.obs_shape), dtype=self.observations.dtype)
+        actions = np.zeros((horizon, n_segments, self.action_dim), dtype=np.float32)
+        offsets = np.zeros(n_segments, dtype=np.int64)
+        for col, (path, start, end) in enumerate(segments):
+            slots = path.slots[:end]
+            final = self.observations[path.slots[end]] if end < len(path) else self._final_obs(path)
+            assert final is not None
+            observations[:end, col] = self.observations[slots]
+            observations[end:, col] = final
+            actions[:end, col] = self.actions[slots]
+            offsets[col] = start
+        normalized = np.asarray(self._normalize_obs(observations, env))
+        return PathHistory(
+            observations=self.to_torch(normalized),
+            actions=self.to_torch(actions),
+            offsets=th.as_tensor(offsets, device=self.device),
         )
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> Any:

@@ -20,9 +20,16 @@ Evaluating whole sequences
     ``evaluate_sequence(obs, actions, episode_starts, initial_state)`` takes time-major tensors
     ``(T, B, ...)`` and returns time-major log-probabilities, values and entropies ``(T, B)``. The
     input of step ``t`` uses ``actions[t - 1]`` (``initial_state``'s action for ``t = 0``) unless
-    ``episode_starts[t]`` is set. This is all PCL needs to re-evaluate replayed path segments from
-    their stored initial state. ``evaluate_actions`` does the same on sb3-contrib's layout
+    ``episode_starts[t]`` is set. ``evaluate_actions`` does the same on sb3-contrib's layout
     (sequences flattened sequence-major: index ``b * T + t``).
+
+Off-policy use (PCL, Trust-PCL)
+    ``sequence_latent(obs, actions)`` runs the LSTM over replayed paths from their first step (one
+    fused call) and ``latent_heads(latent)`` reads the action distribution and the value at any of
+    those steps; PCL replays each sampled segment's path from its start this way, so the recurrent
+    state at the segment is exact for the current parameters. ``act(obs, state, episode_starts,
+    actions=None)`` is one collection step; given ``actions`` (random warm-up actions) it feeds
+    those, so the carried state always matches the stored actions.
 """
 
 from typing import Any
@@ -355,7 +362,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         Evaluate a padded time-major batch of sequences from their initial state.
 
         :param obs: observations ``(T, B, *obs_shape)``
-        :param actions: actions taken ``(T, B, *action_shape)``
+        :param actions: actions taken ``(T, B, *action_shape)`` (or ``(T, B, 1)`` for ``Discrete``, as buffers store them)
         :param episode_starts: ``(T, B)``, 1 where step ``t`` starts a new episode (state and previous action reset)
         :param initial_state: ``(h, c, previous action input)`` before step 0 (``None``: zeros)
         :return: log-probabilities, values and entropies, each ``(T, B)``
@@ -367,9 +374,8 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         def sequence_major(x: th.Tensor) -> th.Tensor:
             return x.transpose(0, 1).reshape(n_seq * n_steps, *x.shape[2:])
 
-        flat_actions = sequence_major(actions)
-        if isinstance(self.action_space, (spaces.Discrete, spaces.MultiDiscrete)):
-            flat_actions = flat_actions.long()
+        # Also accepts replay-buffer actions, (T, B, 1) for Discrete.
+        flat_actions = self._distribution_actions(sequence_major(actions))
         values, log_prob, entropy = self.evaluate_actions(
             sequence_major(obs), flat_actions, RNNStates(initial_state, initial_state), sequence_major(episode_starts)
         )
@@ -378,6 +384,79 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
             return x.reshape(n_seq, n_steps).transpose(0, 1)
 
         return time_major(log_prob), time_major(values), time_major(entropy)
+
+    # ------------------------------------------------------------------ replay and collection (off-policy use, PCL)
+    def sequence_latent(
+        self,
+        obs: th.Tensor,
+        actions: th.Tensor,
+        initial_state: tuple[th.Tensor, ...] | None = None,
+    ) -> th.Tensor:
+        """
+        Run the LSTM over a padded time-major batch of sequences that do not cross an episode boundary.
+
+        Step 0 continues from ``initial_state`` (zeros, the start of an episode, by default); the input of
+        step ``t > 0`` uses ``actions[t - 1]``. With no reset inside the sequences the LSTM runs as one fused
+        call, so replaying long sequences stays cheap. Padding after a sequence's end does not change its
+        earlier outputs (the LSTM is causal).
+
+        :param obs: observations ``(T, B, *obs_shape)``
+        :param actions: actions taken ``(T, B, *action_shape)`` (the last step's is unused)
+        :param initial_state: ``(h, c, previous action input)`` before step 0 (``None``: zeros)
+        :return: the LSTM outputs ``(T, B, lstm_hidden_size)``; read actions and values from them with :meth:`latent_heads`
+        """
+        n_steps, n_seq = obs.shape[:2]
+        if initial_state is None:
+            initial_state = self.initial_state(n_seq)
+        flat_obs = obs.transpose(0, 1).reshape(n_seq * n_steps, *obs.shape[2:])
+        flat_actions = actions.transpose(0, 1).reshape(n_seq * n_steps, *actions.shape[2:])
+        starts = th.zeros(n_seq * n_steps, device=obs.device)
+        latent, _ = self._recurrent_latent(flat_obs, initial_state, starts, flat_actions)
+        return latent.reshape(n_seq, n_steps, -1).transpose(0, 1)
+
+    def latent_heads(self, latent: th.Tensor) -> tuple[Distribution, th.Tensor]:
+        """
+        :param latent: LSTM outputs ``(n, lstm_hidden_size)`` (e.g. rows of :meth:`sequence_latent`)
+        :return: the action distribution of the ``n`` entries and their values ``(n, 1)``
+        """
+        return self._heads(latent)
+
+    def _distribution_actions(self, actions: th.Tensor) -> th.Tensor:
+        """:return: a batch of ``n`` actions in the layout and dtype the action distribution expects"""
+        if isinstance(self.action_space, spaces.Discrete):
+            return actions.long().reshape(-1)
+        if isinstance(self.action_space, spaces.MultiDiscrete):
+            return actions.long().reshape(actions.shape[0], -1)
+        return actions.float().reshape(actions.shape[0], *self.action_space.shape)  # type: ignore[misc]
+
+    def act(
+        self,
+        obs: th.Tensor,
+        state: tuple[th.Tensor, ...],
+        episode_starts: th.Tensor,
+        actions: th.Tensor | None = None,
+        deterministic: bool = False,
+    ) -> tuple[th.Tensor, th.Tensor, LstmActionState]:
+        """
+        One step of ``n_envs`` sequences during data collection.
+
+        :param obs: observations ``(n_envs, ...)``
+        :param state: ``(h, c, previous action input)`` before this step
+        :param episode_starts: ``(n_envs,)`` 1 where the observation starts a new episode (the state is reset first)
+        :param actions: actions to take instead of sampling (e.g. uniformly random warm-up actions), ``(n_envs, ...)``;
+            like sampled ones they become the previous-action input of the next step
+        :param deterministic: take the mode of the action distribution (when ``actions`` is ``None``)
+        :return: the actions ``(n_envs, *action_shape)``, their log-probabilities ``(n_envs,)`` and the next state
+        """
+        latent, lstm_state = self._recurrent_latent(obs, state, episode_starts)
+        distribution, _ = self._heads(latent)
+        if actions is None:
+            taken = distribution.get_actions(deterministic=deterministic)
+        else:
+            taken = self._distribution_actions(actions.to(latent.device))
+        log_prob = distribution.log_prob(taken)
+        next_state = self._next_state(lstm_state, taken)
+        return taken.reshape((-1, *self.action_space.shape)), log_prob, next_state  # type: ignore[misc]
 
     def _predict(  # type: ignore[override]
         self,

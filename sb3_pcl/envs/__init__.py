@@ -26,7 +26,14 @@ from sb3_pcl.envs.algorithmic import (
     reversed_addition_target,
 )
 from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
-from sb3_pcl.envs.expert import expert_actions, generate_expert_episodes, load_episodes, save_episodes
+from sb3_pcl.envs.expert import (
+    expert_actions,
+    expert_episodes_for_vec_env,
+    expert_task,
+    generate_expert_episodes,
+    load_episodes,
+    save_episodes,
+)
 from sb3_pcl.envs.wrappers import CombinedActionWrapper
 
 __all__ = [
@@ -45,6 +52,8 @@ __all__ = [
     "duplicated_input_data",
     "duplicated_input_target",
     "expert_actions",
+    "expert_episodes_for_vec_env",
+    "expert_task",
     "generate_expert_episodes",
     "has_curriculum",
     "load_episodes",

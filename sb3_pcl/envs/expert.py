@@ -12,15 +12,15 @@ episode ends at the time limit (a faithful quirk of gym, see :class:`ReversedAdd
 
 from __future__ import annotations
 
-import os
-import zipfile
-import zlib
-from collections.abc import Sequence
+import copy
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
 
+# The episode files are shared by every source of demonstrations; re-exported here for compatibility.
+from sb3_pcl.common.demonstrations import load_episodes, save_episodes
 from sb3_pcl.envs.algorithmic import (
     AlgorithmicEnv,
     CopyEnv,
@@ -32,10 +32,7 @@ from sb3_pcl.envs.algorithmic import (
 )
 from sb3_pcl.envs.wrappers import CombinedActionWrapper
 
-__all__ = ["expert_actions", "generate_expert_episodes", "load_episodes", "save_episodes"]
-
-_EPISODE_KEYS = ("observations", "actions", "rewards", "lengths", "terminated", "truncated")
-_FORMAT_VERSION = 1
+__all__ = ["expert_actions", "expert_episodes_for_vec_env", "generate_expert_episodes", "load_episodes", "save_episodes"]
 
 
 def _tape_expert(env: TapeAlgorithmicEnv) -> list[tuple[int, int, int]]:
@@ -190,94 +187,57 @@ def generate_expert_episodes(env_id_or_env: str | gym.Env, n_episodes: int, seed
             env.close()
 
 
-def save_episodes(path: str | os.PathLike[str], episodes: Sequence[dict[str, Any]]) -> None:
+def expert_task(venv: VecEnv) -> AlgorithmicEnv:
     """
-    Save episodes to a single ``.npz`` file (concatenated arrays plus per-episode lengths, no pickle).
+    The algorithmic task of a VecEnv, checked for expert demonstrations.
 
-    The file is written at ``path`` exactly (no ``.npz`` suffix is appended).
-
-    :param path: Destination file.
-    :param episodes: Episodes as returned by :func:`generate_expert_episodes`.
-    :raises ValueError: When an episode is malformed.
+    :param venv: A VecEnv of an algorithmic task (wrappers are looked through); its observations must be the
+        task's own and its actions the task's ``MultiDiscrete`` ones or their :class:`CombinedActionWrapper` encoding.
+    :return: The base environment of the VecEnv's first env (the live object for a ``DummyVecEnv``, a copy for a
+        ``SubprocVecEnv``).
+    :raises ValueError: When the task has no scripted expert or the VecEnv changes its observations or actions.
     """
-    lengths = []
-    for index, episode in enumerate(episodes):
-        missing = [key for key in ("observations", "actions", "rewards", "terminated", "truncated") if key not in episode]
-        if missing:
-            raise ValueError(f"Episode {index} lacks {missing}")
-        length = len(episode["rewards"])
-        if len(episode["observations"]) != length + 1 or np.shape(episode["actions"]) != (length, 3):
-            raise ValueError(f"Episode {index}: expected {length + 1} observations and ({length}, 3) actions")
-        lengths.append(length)
-    if episodes:
-        observations = np.concatenate([np.asarray(ep["observations"], dtype=np.int64) for ep in episodes])
-        actions = np.concatenate([np.asarray(ep["actions"], dtype=np.int64).reshape(-1, 3) for ep in episodes])
-        rewards = np.concatenate([np.asarray(ep["rewards"], dtype=np.float64) for ep in episodes])
-    else:
-        observations = np.zeros(0, dtype=np.int64)
-        actions = np.zeros((0, 3), dtype=np.int64)
-        rewards = np.zeros(0, dtype=np.float64)
-    with open(path, "wb") as file:
-        np.savez_compressed(
-            file,
-            observations=observations,
-            actions=actions,
-            rewards=rewards,
-            lengths=np.asarray(lengths, dtype=np.int64),
-            terminated=np.asarray([bool(ep["terminated"]) for ep in episodes], dtype=bool),
-            truncated=np.asarray([bool(ep["truncated"]) for ep in episodes], dtype=bool),
-            format_version=np.asarray(_FORMAT_VERSION, dtype=np.int64),
+    base = venv.get_attr("unwrapped", indices=[0])[0]
+    if not isinstance(base, AlgorithmicEnv):
+        from sb3_pcl.envs import ALGORITHMIC_ENV_IDS
+
+        raise ValueError(
+            f"Expert paths exist only for the algorithmic tasks ({', '.join(ALGORITHMIC_ENV_IDS)}), not for "
+            f"{type(base).__name__}: record demonstrations of a trained agent with "
+            "sb3_pcl.common.demonstrations.record_episodes / save_episodes and seed them from the file instead"
         )
-
-
-def load_episodes(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """
-    Load episodes written by :func:`save_episodes` (``allow_pickle=False``).
-
-    :param path: The ``.npz`` file.
-    :return: The episodes, with the same keys and dtypes as :func:`generate_expert_episodes`.
-    :raises FileNotFoundError: When the file does not exist.
-    :raises ValueError: When the file is not a valid episodes file (corrupt, missing keys, inconsistent shapes).
-    """
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No episodes file at {os.fspath(path)!r}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if not hasattr(data, "files"):
-                raise ValueError("not an .npz archive")
-            missing = [key for key in _EPISODE_KEYS if key not in data.files]
-            if missing:
-                raise ValueError(f"missing keys {missing}")
-            arrays = {key: np.asarray(data[key]) for key in _EPISODE_KEYS}
-    except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile, zlib.error) as error:
-        raise ValueError(f"{os.fspath(path)!r} is not a valid episodes .npz file: {error}") from error
-
-    lengths = arrays["lengths"]
-    n_episodes = len(lengths)
-    total = int(lengths.sum()) if n_episodes else 0
-    checks = [
-        lengths.ndim == 1 and lengths.dtype.kind in "iu" and bool(np.all(lengths >= 0)),
-        arrays["observations"].shape == (total + n_episodes,),
-        arrays["actions"].shape == (total, 3),
-        arrays["rewards"].shape == (total,),
-        arrays["terminated"].shape == (n_episodes,),
-        arrays["truncated"].shape == (n_episodes,),
-    ]
-    if not all(checks):
-        raise ValueError(f"{os.fspath(path)!r} is not a valid episodes .npz file: inconsistent array shapes")
-
-    episodes = []
-    step_start = obs_start = 0
-    for index, length in enumerate(int(value) for value in lengths):
-        episodes.append(
-            {
-                "observations": arrays["observations"][obs_start : obs_start + length + 1].astype(np.int64),
-                "actions": arrays["actions"][step_start : step_start + length].astype(np.int64),
-                "rewards": arrays["rewards"][step_start : step_start + length].astype(np.float64),
-                "terminated": bool(arrays["terminated"][index]),
-                "truncated": bool(arrays["truncated"][index]),
-            }
+    if venv.observation_space != base.observation_space:
+        raise ValueError(
+            f"The expert records the task's observations {base.observation_space}, but the env's wrappers turn them "
+            f"into {venv.observation_space}"
         )
-        step_start += length
-        obs_start += length + 1
+    if venv.action_space != base.action_space and not (
+        isinstance(venv.action_space, gym.spaces.Discrete) and venv.has_attr("encode_batch")
+    ):
+        raise ValueError(
+            f"The expert's actions {base.action_space} cannot be converted to the env's action space {venv.action_space} "
+            "(supported: the task's own MultiDiscrete actions or a CombinedActionWrapper)"
+        )
+    return base
+
+
+def expert_episodes_for_vec_env(venv: VecEnv, n_episodes: int, seed: int | None = None) -> list[dict[str, Any]]:
+    """
+    Expert episodes of a VecEnv's algorithmic task, with actions in the VecEnv's action space.
+
+    The episodes are played in a copy of the first env's base environment (its settings and curriculum state;
+    the VecEnv itself is not stepped), reset with ``seed`` first. With a :class:`CombinedActionWrapper` in the
+    env's chain, the (move, write, symbol) actions are encoded with its ``encode_batch``.
+
+    :param venv: The VecEnv (see :func:`expert_task` for what it may wrap).
+    :param n_episodes: Number of episodes.
+    :param seed: Seed of the first reset of the copy.
+    :return: The episodes, in the format of :func:`generate_expert_episodes`.
+    :raises ValueError: When the task has no expert (see :func:`expert_task`).
+    """
+    base = expert_task(venv)
+    episodes = generate_expert_episodes(copy.deepcopy(base), n_episodes, seed=seed)
+    if venv.action_space != base.action_space:
+        for episode in episodes:
+            episode["actions"] = np.asarray(venv.env_method("encode_batch", episode["actions"], indices=[0])[0])
     return episodes

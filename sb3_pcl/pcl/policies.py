@@ -8,6 +8,11 @@ with separate policy and value MLPs by default (2 x 64 tanh units: the seed's ML
 
 Unified PCL (:class:`UnifiedPolicy`) uses one network for both: ``pi = softmax(logits)`` and
 ``V(s) = temperature * logsumexp(logits)``, with ``temperature = tau + lambda`` (set by PCL).
+
+``MlpLstmPolicy`` is the recurrent policy of the original code (an LSTM fed with the observation
+and the previous action, linear action and value heads on its output,
+:mod:`sb3_pcl.common.recurrent`); PCL replays each sampled segment's path from its first step to
+rebuild the recurrent state.
 """
 
 from typing import Any
@@ -18,6 +23,7 @@ from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticP
 from stable_baselines3.common.type_aliases import PyTorchObs
 
 from sb3_pcl.common.consistency import soft_value
+from sb3_pcl.common.recurrent import MlpLstmPolicy
 
 MlpPolicy = ActorCriticPolicy
 CnnPolicy = ActorCriticCnnPolicy
@@ -87,4 +93,4 @@ class UnifiedPolicy(ActorCriticPolicy):
 
 UnifiedMlpPolicy = UnifiedPolicy
 
-__all__ = ["CnnPolicy", "MlpPolicy", "UnifiedMlpPolicy", "UnifiedPolicy"]
+__all__ = ["CnnPolicy", "MlpLstmPolicy", "MlpPolicy", "UnifiedMlpPolicy", "UnifiedPolicy"]

@@ -1,5 +1,5 @@
-"""Policies of Trust-PCL: the same as PCL's (``MlpPolicy``, ``CnnPolicy``); the target copy is built by the algorithm."""
+"""Policies of Trust-PCL: PCL's (``MlpPolicy``, ``CnnPolicy``, ``MlpLstmPolicy``); the algorithm builds the target copy."""
 
-from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy
+from sb3_pcl.pcl.policies import CnnPolicy, MlpLstmPolicy, MlpPolicy
 
-__all__ = ["CnnPolicy", "MlpPolicy"]
+__all__ = ["CnnPolicy", "MlpLstmPolicy", "MlpPolicy"]

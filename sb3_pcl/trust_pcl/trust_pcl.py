@@ -42,7 +42,7 @@ class TrustPCL(PCL):
     ``max_divergence=0.001``, a slow target (``target_network_lag=0.99``), smoothing 0.95 over 100
     episodes. ``hyperparams/trust_pcl.yml`` holds the published MuJoCo recipes.
 
-    :param policy: the policy model (``MlpPolicy``, ``CnnPolicy`` or an ActorCriticPolicy subclass)
+    :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``MlpLstmPolicy`` or an ActorCriticPolicy subclass)
     :param env: the environment to learn from (if registered in Gym, can be str)
     :param learning_rate: learning rate of Adam, constant or a schedule of the remaining progress
         (default: linear decay from 1e-3 to 0 over the ``learn`` call)
@@ -63,7 +63,7 @@ class TrustPCL(PCL):
     :param sample_from: act with the ``"online"`` or the lagged ``"target"`` policy while collecting
     :param use_online_batch: also train on the segments collected in the last iteration
     :param value_optimizer: ``None`` trains the value jointly with the policy (``critic_weight``);
-        ``"grad"`` trains it separately (see :class:`~sb3_pcl.PCL`)
+        ``"grad"``, ``"best_fit"`` or ``"lbfgs"`` fit it separately (see :class:`~sb3_pcl.PCL`)
     :param value_learning_rate: learning rate of the separate value optimiser
     :param value_gradient_steps: Adam steps of the separate value optimiser per batch
     :param value_mix: weight of the consistency target in the separate value regression
@@ -76,6 +76,10 @@ class TrustPCL(PCL):
     :param lambda_window: number of recent episodes ``lambda`` is estimated from (at most ``stats_window_size``)
     :param use_target_values: bootstrap ``V(s_{t+k})`` and the final values from the target value network
     :param start_windows: add the ``d - 1`` shorter windows that start at the first state of each segment (seed behaviour)
+    :param expert_paths: number of scripted expert episodes seeded into the replay at the first ``learn``
+        (algorithmic tasks only; see :class:`~sb3_pcl.PCL`)
+    :param demonstrations: an episodes ``.npz`` file seeded into the replay at the first ``learn`` (see
+        :meth:`~sb3_pcl.PCL.add_demonstrations`)
     :param replay_buffer_class: replay buffer class (a ``PathReplayBuffer`` subclass)
     :param replay_buffer_kwargs: extra keyword arguments of the replay buffer
     :param stats_window_size: window size for the rollout logging (and the episodes available to ``lambda_window``)
@@ -120,6 +124,8 @@ class TrustPCL(PCL):
         lambda_window: int = 100,
         use_target_values: bool = False,
         start_windows: bool = True,
+        expert_paths: int = 0,
+        demonstrations: str | None = None,
         replay_buffer_class: type[PathReplayBuffer] | None = None,
         replay_buffer_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
@@ -165,6 +171,8 @@ class TrustPCL(PCL):
             relative_entropy_coef=relative_entropy_coef,
             start_windows=start_windows,
             use_target_values=use_target_values,
+            expert_paths=expert_paths,
+            demonstrations=demonstrations,
             replay_buffer_class=replay_buffer_class,
             replay_buffer_kwargs=replay_buffer_kwargs,
             stats_window_size=stats_window_size,
