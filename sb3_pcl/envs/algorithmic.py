@@ -204,6 +204,7 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
 
         self.observation_space = spaces.Discrete(self.base + 1)
         self._action_nvec = np.array([len(self.MOVEMENTS), 2, self.base], dtype=np.int64)
+        self._action_bounds = (len(self.MOVEMENTS), 2, self.base)
         self.action_space = spaces.MultiDiscrete(self._action_nvec)
         if self.chars:
             self.charmap = [chr(ord("A") + i) for i in range(self.base)]
@@ -397,11 +398,12 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
         if not valid and array.shape == (3,) and array.dtype.kind == "f":
             valid = bool(np.all(np.isfinite(array)) and np.all(array == np.round(array)))
         if valid:
-            array = array.astype(np.int64)
-            valid = bool(np.all(array >= 0) and np.all(array < self._action_nvec))
+            # Plain Python comparisons: this runs once per env step (hundreds of envs per batch)
+            move, write, symbol = (int(value) for value in array.tolist())
+            n_moves, n_writes, n_symbols = self._action_bounds
+            valid = 0 <= move < n_moves and 0 <= write < n_writes and 0 <= symbol < n_symbols
         if not valid:
             raise ValueError(f"Invalid action {action!r}: not in the action space {self.action_space}")
-        move, write, symbol = (int(value) for value in array)
         return move, write, symbol
 
     def step(self, action: np.ndarray) -> tuple[np.int64, float, bool, bool, dict[str, Any]]:
