@@ -7,8 +7,11 @@ deterministic evaluation return over ``--eval-episodes`` episodes.
 """
 
 import argparse
+import contextlib
+import importlib
 import time
 
+import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization
@@ -35,6 +38,10 @@ def main(argv: list[str] | None = None) -> float:
     args = parser.parse_args(argv)
 
     algo_class = sb3_pcl.ALGOS[args.algo]
+    if args.env not in gym.registry:
+        # rl-zoo3's extra envs (e.g. the velocity-masked CartPoleNoVel-v1) are registered by importing this module
+        with contextlib.suppress(ImportError):
+            importlib.import_module("rl_zoo3.import_envs")
     entry = load_hyperparams(args.algo, args.env)
     hyperparams = entry.kwargs
     steps = args.steps if args.steps is not None else int(entry.n_timesteps or 100_000)
