@@ -1360,6 +1360,7 @@ def plot_learning_curves(
     steps: int | None = None,
     algo_order: Sequence[str] | None = None,
     ylabel: str = "evaluation return",
+    grid: int | None = None,
 ) -> list[Path]:
     """
     Write one PNG per env (``out_dir/<env>.png``): mean evaluation return over seeds vs timesteps with a min-max band,
@@ -1371,6 +1372,10 @@ def plot_learning_curves(
     :param steps: Step budget shown in the titles (default: the largest timesteps of the env)
     :param algo_order: Order of the algorithms in the legends
     :param ylabel: What the returns are (y axis label)
+    :param grid: The evaluation interval: each record is placed on the multiple of ``grid`` it was taken for (an
+        evaluation happens at the first step count at or past each multiple, so the seeds of algorithms whose step
+        count grows by uneven amounts line up), and a run that ended early (``--stop-at-threshold``) keeps its last
+        value until the end of the plot. ``None``: the raw step counts
     :return: Paths of the written files
     """
     import matplotlib
@@ -1383,8 +1388,16 @@ def plot_learning_curves(
         algos = _ordered(env_frame["algo"].unique(), algo_order)
         seeds = sorted(int(seed) for seed in env_frame["seed"].unique())
         fig, ax = plt.subplots(figsize=(7, 4.5))
+        last_step = int(env_frame["timesteps"].max())
         for algo in algos:
-            curve = env_frame[env_frame["algo"] == algo].groupby("timesteps")["mean_return"].agg(["mean", "min", "max"])
+            runs = env_frame[env_frame["algo"] == algo]
+            if grid:
+                placed = runs.assign(timesteps=(runs["timesteps"] // grid) * grid)
+                per_seed = placed.groupby(["timesteps", "seed"])["mean_return"].last().unstack("seed")
+                per_seed = per_seed.reindex(range(0, (last_step // grid) * grid + 1, grid)).ffill()
+                curve = pd.DataFrame({"mean": per_seed.mean(axis=1), "min": per_seed.min(axis=1), "max": per_seed.max(axis=1)})
+            else:
+                curve = runs.groupby("timesteps")["mean_return"].agg(["mean", "min", "max"])
             n_seeds = env_frame.loc[env_frame["algo"] == algo, "seed"].nunique()
             marker = "." if len(curve) < 30 else None
             (line,) = ax.plot(curve.index, curve["mean"], label=f"{algo} ({n_seeds} seeds)", marker=marker)
@@ -1395,7 +1408,7 @@ def plot_learning_curves(
         budget = steps if steps is not None else int(env_frame["timesteps"].max())
         ax.set_title(f"{env}: {budget} steps, seeds {', '.join(map(str, seeds))}")
         ax.set_xlabel("timesteps")
-        ax.set_ylabel(f"{ylabel} (mean over seeds, min-max band)")
+        ax.set_ylabel(f"{ylabel}\n(mean over seeds, min-max band)")
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize="small")
         fig.tight_layout()
@@ -1572,7 +1585,9 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
             lines.append(f"- `{path.stem}`: {last_line} (`{RUNS_DIRNAME}/{path.name}`)")
         lines.append("")
 
-    plot_learning_curves(frame, out, threshold_values, steps=steps, algo_order=algos, ylabel=returns_of)
+    plot_learning_curves(
+        frame, out, threshold_values, steps=steps, algo_order=algos, ylabel=returns_of, grid=last.get("eval_freq")
+    )
     path = out / SUMMARY_FILENAME
     _atomic_write_text(path, "\n".join(lines))
     return path
