@@ -255,7 +255,7 @@ def test_train_metric_and_stop_at_threshold(tmp_path: Path) -> None:
         harness.BudgetEvalCallback(None, 10, 1, 10, metric="best")  # type: ignore[arg-type]
 
 
-URE_YAML = """
+UREX_YAML = """
 sb3_pcl/Copy-v0:
   policy: 'MlpLstmPolicy'
   n_envs: 20
@@ -268,7 +268,7 @@ sb3_pcl/Copy-v0:
 
 
 def test_curriculum_length_recorded(tmp_path: Path) -> None:
-    (tmp_path / "urex.yml").write_text(URE_YAML)
+    (tmp_path / "urex.yml").write_text(UREX_YAML)
     out = tmp_path / "grid"
     harness.run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], 600, 200, 1, 1, out, hyperparams_dir=tmp_path, metric="train")
     frame = pd.read_csv(out / "evaluations.csv")
