@@ -8,6 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
+from pcl_testing import FAST as PCL_FAST
+from pcl_testing import BigObsBoxEnv
 from sb3_contrib import RecurrentPPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
@@ -26,35 +28,7 @@ from sb3_pcl.envs import (
 )
 from sb3_pcl.envs import expert as expert_module
 
-FAST = {
-    "learning_rate": 1e-3,
-    "learning_starts": 0,
-    "batch_size": 4,
-    "train_freq": 16,
-    "buffer_size": 2_000,
-    "max_segment_length": 16,
-    "rollout": 4,
-}
-
-
-class BigObsEnv(gym.Env):
-    """Box observations around 1000 (far outside VecNormalize's clip range once normalised); 5-step episodes."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
-    action_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
-
-    def _obs(self) -> np.ndarray:
-        return (1000.0 + self.t + self.np_random.normal(size=2)).astype(np.float32)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self._obs(), {}
-
-    def step(self, action):
-        self.t += 1
-        return self._obs(), float(np.asarray(action).reshape(-1)[0]), self.t >= 5, False, {}
-
+FAST = {**PCL_FAST, "learning_starts": 0}
 
 # ----------------------------------------------------------------------------------------------
 # helpers
@@ -377,7 +351,7 @@ def test_record_truncated_episodes_and_several_envs():
 
 
 def test_record_with_vec_normalize_stores_raw_observations():
-    venv = VecNormalize(make_vec_env(BigObsEnv, n_envs=1, seed=0), clip_obs=10.0)
+    venv = VecNormalize(make_vec_env(BigObsBoxEnv, n_envs=1, seed=0), clip_obs=10.0)
     model = PCL("MlpPolicy", venv, seed=0, **FAST).learn(100)
     seen: list[np.ndarray] = []
     original_predict = model.predict
@@ -400,7 +374,7 @@ def test_record_with_vec_normalize_stores_raw_observations():
     assert batch.observations.abs().max() <= 10.0 + 1e-5  # normalised when sampled
 
     with pytest.raises(ValueError, match="outermost"):
-        record_episodes(model, VecMonitor(VecNormalize(DummyVecEnv([BigObsEnv]))), 1)
+        record_episodes(model, VecMonitor(VecNormalize(DummyVecEnv([BigObsBoxEnv]))), 1)
 
 
 def test_record_recurrent_policy_threads_state_and_episode_start():
@@ -427,7 +401,7 @@ def test_record_recurrent_policy_threads_state_and_episode_start():
 
 
 def box_model(**kwargs) -> PCL:
-    return PCL("MlpPolicy", make_vec_env(BigObsEnv, n_envs=1), seed=0, **{**FAST, **kwargs})
+    return PCL("MlpPolicy", make_vec_env(BigObsBoxEnv, n_envs=1), seed=0, **{**FAST, **kwargs})
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from pcl_testing import FAST, BigObsEnv
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import (
     BaseCallback,
@@ -20,18 +21,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 
 from sb3_pcl import PCL
 from sb3_pcl.common.buffers import PathReplayBuffer
-
-# Small, fast settings shared by most tests.
-FAST = {
-    "learning_rate": 1e-3,
-    "learning_starts": 50,
-    "batch_size": 4,
-    "train_freq": 16,
-    "buffer_size": 2_000,
-    "max_segment_length": 16,
-    "rollout": 4,
-}
-
 
 # ----------------------------------------------------------------------------------------------
 # Tiny environments and wrappers
@@ -87,25 +76,6 @@ class CounterEnv(gym.Env):
     def step(self, action):
         self.t += 1
         return np.array([self.t], dtype=np.float32), 1.0, False, self.t >= 10_000, {}
-
-
-class BigObsEnv(gym.Env):
-    """Observations around 1000 (far outside VecNormalize's clip range once normalised)."""
-
-    observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
-    action_space = spaces.Discrete(2)
-
-    def _obs(self) -> np.ndarray:
-        return (1000.0 + self.t + self.np_random.normal(size=2)).astype(np.float32)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return self._obs(), {}
-
-    def step(self, action):
-        self.t += 1
-        return self._obs(), float(action), self.t >= 20, False, {}
 
 
 class RecordActions(gym.Wrapper):

@@ -10,6 +10,7 @@ import torch as th
 import yaml
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
+from pcl_testing import FAST
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -19,17 +20,6 @@ from sb3_pcl.common.hyperparams import hyperparams_dir, load_hyperparams
 from sb3_pcl.common.trust_region import MIN_EPISODES, find_relative_entropy_coef, tilted_kl, tilted_log_probs
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.zoo.samplers import CONVERTERS, SAMPLERS
-
-FAST = {
-    "learning_rate": 1e-3,
-    "learning_starts": 50,
-    "batch_size": 4,
-    "train_freq": 16,
-    "buffer_size": 2_000,
-    "max_segment_length": 16,
-    "rollout": 4,
-}
-
 
 # ----------------------------------------------------------------------------------------------
 # 1. The lambda search

@@ -4,22 +4,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from pcl_testing import FAST
 
 from sb3_pcl import PCL
 from sb3_pcl.common.consistency import pcl_value_loss
 from sb3_pcl.pcl.policies import UnifiedPolicy
 
 th.set_num_threads(1)
-
-FAST = {
-    "learning_rate": 1e-3,
-    "learning_starts": 50,
-    "batch_size": 4,
-    "train_freq": 16,
-    "buffer_size": 2_000,
-    "max_segment_length": 16,
-    "rollout": 4,
-}
 
 
 def np_logsumexp(x: np.ndarray) -> np.ndarray:

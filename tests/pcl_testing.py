@@ -1,0 +1,45 @@
+"""Settings and envs shared by the PCL-family test modules (pytest puts ``tests/`` on the path: ``import pcl_testing``)."""
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+#: Small, fast PCL settings shared by most tests.
+FAST: dict[str, Any] = {
+    "learning_rate": 1e-3,
+    "learning_starts": 50,
+    "batch_size": 4,
+    "train_freq": 16,
+    "buffer_size": 2_000,
+    "max_segment_length": 16,
+    "rollout": 4,
+}
+
+
+class BigObsEnv(gym.Env):
+    """Observations around 1000 (far outside VecNormalize's clip range once normalised); reward = the action."""
+
+    observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
+    action_space: spaces.Space = spaces.Discrete(2)
+    episode_length = 20
+
+    def _obs(self) -> np.ndarray:
+        return (1000.0 + self.t + self.np_random.normal(size=2)).astype(np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(np.asarray(action).reshape(-1)[0]), self.t >= self.episode_length, False, {}
+
+
+class BigObsBoxEnv(BigObsEnv):
+    """:class:`BigObsEnv` with a continuous action in [-1, 1] and 5-step episodes."""
+
+    action_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+    episode_length = 5
