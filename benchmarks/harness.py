@@ -95,6 +95,10 @@ logger = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REPO_HYPERPARAMS_DIR = REPO_ROOT / "hyperparams"
+#: Default folder of the variants' override files (``<algo>+<variant>.yml``)
+VARIANTS_HYPERPARAMS_DIR = REPO_ROOT / "benchmarks" / "hyperparams"
+#: Separator of a variant name: ``pcl+expert`` is the algorithm ``pcl`` with the overrides of ``pcl+expert.yml``
+VARIANT_SEPARATOR = "+"
 EVAL_SEED_OFFSET = 1000
 EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_time_s", "fps", "curriculum_length")
 #: What ``mean_return`` measures: ``"eval"`` deterministic evaluation episodes on a separate env, ``"train"`` the
@@ -139,15 +143,36 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 }
 
 
+def split_variant(name: str) -> tuple[str, str | None]:
+    """
+    Split a benchmark name into the algorithm and the variant.
+
+    A variant ``<algo>+<variant>`` (e.g. ``pcl+expert``) runs the algorithm ``<algo>`` with its usual hyperparameter
+    entry updated by the entry of the same env in the override file ``<algo>+<variant>.yml`` (see
+    :func:`load_hyperparams`); it is reported as an algorithm of its own.
+
+    :param name: Benchmark name (``pcl`` or ``pcl+expert``)
+    :return: ``(algorithm, variant)``, the variant ``None`` for a plain algorithm
+    :raises ValueError: if the algorithm is unknown or the variant is not made of letters, digits, ``_`` and ``-``
+    """
+    base, separator, variant = name.partition(VARIANT_SEPARATOR)
+    if base not in ALGORITHMS:
+        raise ValueError(f"Unknown algorithm {base!r} in {name!r}. Known algorithms: {', '.join(sorted(ALGORITHMS))}")
+    if not separator:
+        return base, None
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", variant):
+        raise ValueError(
+            f"Invalid variant name {name!r}: expected <algo>+<variant> with a variant of letters, digits, _ and -"
+        )
+    return base, variant
+
+
 def _algorithm_spec(name: str) -> AlgorithmSpec:
     """
-    :param name: Benchmark name of the algorithm
-    :return: Its entry of :data:`ALGORITHMS`
+    :param name: Benchmark name of the algorithm or of a variant (``pcl+expert``)
+    :return: The entry of :data:`ALGORITHMS` of its algorithm
     """
-    try:
-        return ALGORITHMS[name]
-    except KeyError:
-        raise ValueError(f"Unknown algorithm {name!r}. Known algorithms: {', '.join(sorted(ALGORITHMS))}") from None
+    return ALGORITHMS[split_variant(name)[0]]
 
 
 def get_algorithm_class(name: str) -> type[BaseAlgorithm]:
@@ -193,6 +218,7 @@ def hyperparams_path(algo: str, hyperparams_dir: str | Path | None = None) -> Pa
     :param hyperparams_dir: Folder searched first for ``<algo>.yml`` then ``<zoo file name>.yml`` (``.yaml`` too)
     :return: The YAML file to read (it may not exist)
     """
+    algo = split_variant(algo)[0]
     spec = _algorithm_spec(algo)
     if hyperparams_dir is not None:
         for stem in dict.fromkeys((algo, spec.hyperparams_file)):
@@ -237,6 +263,8 @@ class HyperparamsEntry:
     key: str | None
     fell_back: bool
     notes: list[str] = dataclasses.field(default_factory=list)
+    override_path: Path | None = None
+    override_key: str | None = None
 
     @property
     def source(self) -> str:
@@ -244,13 +272,16 @@ class HyperparamsEntry:
         :return: Short description of where the hyperparameters come from
         """
         if self.path is None:
-            return "algorithm defaults (n_envs=1; no hyperparameter file)"
-        where = _display_path(self.path)
-        if not self.fell_back:
-            return f"{where} [{self.key}]"
-        if self.key is not None:
-            return f"algorithm defaults (n_envs=1) + {where} [{self.key}]"
-        return f"algorithm defaults (n_envs=1; no entry in {where})"
+            base = "algorithm defaults (n_envs=1; no hyperparameter file)"
+        elif not self.fell_back:
+            base = f"{_display_path(self.path)} [{self.key}]"
+        elif self.key is not None:
+            base = f"algorithm defaults (n_envs=1) + {_display_path(self.path)} [{self.key}]"
+        else:
+            base = f"algorithm defaults (n_envs=1; no entry in {_display_path(self.path)})"
+        if self.override_path is None:
+            return base
+        return f"{base} + {_display_path(self.override_path)} [{self.override_key}]"
 
 
 def _is_atari(env_id: str) -> bool:
@@ -266,18 +297,69 @@ def _is_atari(env_id: str) -> bool:
         return False
 
 
+def _read_yaml_mapping(path: Path) -> dict[str, Any]:
+    """
+    :param path: A YAML file mapping env ids to hyperparameter entries
+    :return: Its content (an empty file gives ``{}``)
+    :raises ValueError: if the file does not hold a mapping
+    """
+    content = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(content, dict):
+        raise ValueError(f"{path} must contain a mapping from env ids to hyperparameters, got {type(content).__name__}")
+    return content
+
+
+def variant_overrides_path(name: str, hyperparams_dir: str | Path | None = None) -> Path:
+    """
+    :param name: Benchmark name of a variant (``pcl+expert``)
+    :param hyperparams_dir: Folder searched first for ``<name>.yml`` (``.yaml`` too); then :data:`VARIANTS_HYPERPARAMS_DIR`
+    :return: The variant's override file
+    :raises FileNotFoundError: if there is none
+    """
+    folders = [Path(hyperparams_dir)] if hyperparams_dir is not None else []
+    folders.append(VARIANTS_HYPERPARAMS_DIR)
+    candidates = [folder / f"{name}{suffix}" for folder in folders for suffix in (".yml", ".yaml")]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"The variant {name!r} needs an override file, none of these exists: {', '.join(map(str, candidates))}"
+    )
+
+
 def load_hyperparams(algo: str, env_id: str, hyperparams_dir: str | Path | None = None) -> HyperparamsEntry:
     """
     Select the rl-zoo3 style hyperparameter entry of ``env_id`` for ``algo``.
 
     Lookup order: the env id, the ``atari`` entry (Atari envs only), then a fallback to the algorithm defaults with
     ``n_envs=1`` merged with the file's ``default`` entry if present.  A missing file also falls back to the defaults.
+    For a variant ``<algo>+<variant>``, the entry of ``<algo>`` is then updated key by key with the env's entry (else
+    the ``default`` entry) of the override file :func:`variant_overrides_path`; an env with neither is an error.
 
-    :param algo: Benchmark name of the algorithm
+    :param algo: Benchmark name of the algorithm or of a variant
     :param env_id: Gymnasium env id
     :param hyperparams_dir: Optional folder overriding the default YAML location (see :func:`hyperparams_path`)
     :return: The raw entry and where it comes from
     """
+    base, variant = split_variant(algo)
+    entry = _load_base_hyperparams(base, env_id, hyperparams_dir)
+    if variant is None:
+        return entry
+    path = variant_overrides_path(algo, hyperparams_dir)
+    content = _read_yaml_mapping(path)
+    key = env_id if env_id in content else "default" if "default" in content else None
+    if key is None:
+        raise ValueError(f"{path}: the variant {algo!r} has no entry for {env_id!r} and no 'default' entry")
+    overrides = copy.deepcopy(content[key]) or {}
+    if not isinstance(overrides, dict):
+        raise ValueError(f"{path}: the entry {key!r} must be a mapping, got {type(overrides).__name__}")
+    entry.values.update(overrides)
+    entry.override_path, entry.override_key = path, key
+    return entry
+
+
+def _load_base_hyperparams(algo: str, env_id: str, hyperparams_dir: str | Path | None = None) -> HyperparamsEntry:
+    """:func:`load_hyperparams` of a plain algorithm (no variant)."""
     path = hyperparams_path(algo, hyperparams_dir)
     notes: list[str] = []
     if hyperparams_dir is not None and path.parent.resolve() != Path(hyperparams_dir).resolve():
@@ -285,9 +367,7 @@ def load_hyperparams(algo: str, env_id: str, hyperparams_dir: str | Path | None 
     if not path.is_file():
         notes.append(f"{algo}/{env_id}: {_display_path(path)} does not exist, falling back to algorithm defaults (n_envs=1)")
         return HyperparamsEntry({"n_envs": 1}, None, None, True, notes)
-    content = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(content, dict):
-        raise ValueError(f"{path} must contain a mapping from env ids to hyperparameters, got {type(content).__name__}")
+    content = _read_yaml_mapping(path)
     key = env_id if env_id in content else "atari" if "atari" in content and _is_atari(env_id) else None
     if key is not None:
         values = copy.deepcopy(content[key]) or {}

@@ -23,7 +23,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from benchmarks.harness import ALGORITHMS, run_grid, write_summary
+from benchmarks.harness import ALGORITHMS, run_grid, split_variant, variant_overrides_path, write_summary
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
@@ -52,7 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m benchmarks.run",
         description="Benchmark RL algorithms on a grid algo x env x seed with a step budget and periodic evaluation.",
     )
-    parser.add_argument("--algos", nargs="+", default=[], help=f"algorithms, among: {', '.join(ALGORITHMS)}")
+    parser.add_argument(
+        "--algos",
+        nargs="+",
+        default=[],
+        help=f"algorithms, among: {', '.join(ALGORITHMS)}; or variants <algo>+<name> (overrides in <algo>+<name>.yml)",
+    )
     parser.add_argument("--envs", nargs="+", default=[], help="Gymnasium env ids")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="random seeds (default: 0 1 2)")
     parser.add_argument("--steps", type=int, default=None, help="step budget per run (total env steps over parallel envs)")
@@ -128,9 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not args.algos or not args.envs or args.steps is None:
         parser.error("--algos, --envs and --steps are required unless --summary-only is given")
-    unknown = [algo for algo in args.algos if algo not in ALGORITHMS]
-    if unknown:
-        parser.error(f"unknown algorithm(s) {', '.join(unknown)}; known: {', '.join(ALGORITHMS)}")
+    for algo in args.algos:
+        try:
+            if split_variant(algo)[1] is not None:
+                variant_overrides_path(algo, args.hyperparams_dir)
+        except (ValueError, FileNotFoundError) as exc:
+            parser.error(str(exc))
     eval_freq = args.eval_freq if args.eval_freq is not None else max(args.steps // 20, 1)
     frame = run_grid(
         args.algos,

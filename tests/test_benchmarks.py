@@ -227,6 +227,38 @@ def test_unknown_algorithm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert harness.get_algorithm_class("ppo").__name__ == "PPO"
 
 
+def test_variants(tmp_path: Path) -> None:
+    """``ppo+small`` = PPO with its entry updated by ppo+small.yml (env entry, else default); clear errors otherwise."""
+    (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
+    (tmp_path / "ppo+small.yml").write_text("CartPole-v1:\n  n_steps: 8\n  n_epochs: 2\ndefault:\n  n_envs: 3\n")
+    base = harness.load_hyperparams("ppo", "CartPole-v1", tmp_path)
+    entry = harness.load_hyperparams("ppo+small", "CartPole-v1", tmp_path)
+    assert entry.values == {**base.values, "n_steps": 8, "n_epochs": 2}
+    assert entry.source.endswith("ppo+small.yml [CartPole-v1]") and "ppo.yml [CartPole-v1]" in entry.source
+    # an env without an entry takes the override file's default entry, on top of the base entry of the env
+    entry = harness.load_hyperparams("ppo+small", "MountainCar-v0", tmp_path)
+    assert entry.values == {**harness.load_hyperparams("ppo", "MountainCar-v0", tmp_path).values, "n_envs": 3}
+    experiment = harness.make_experiment("ppo+small", "CartPole-v1", seed=0, hyperparams_dir=tmp_path)
+    try:
+        assert type(experiment.model).__name__ == "PPO" and experiment.model.n_steps == 8 and experiment.model.n_epochs == 2
+    finally:
+        experiment.model.get_env().close()
+        experiment.eval_env.close()
+    assert harness.run_name("ppo+small", "CartPole-v1", 1) == "ppo-small__CartPole-v1__seed1"
+
+    with pytest.raises(ValueError, match="Unknown algorithm 'nope' in 'nope\\+small'"):
+        harness.load_hyperparams("nope+small", "CartPole-v1", tmp_path)
+    with pytest.raises(ValueError, match="Invalid variant name"):
+        harness.split_variant("ppo+")
+    with pytest.raises(FileNotFoundError, match="'ppo\\+other' needs an override file"):
+        harness.load_hyperparams("ppo+other", "CartPole-v1", tmp_path)
+    (tmp_path / "ppo+envonly.yml").write_text("CartPole-v1:\n  n_steps: 8\n")
+    with pytest.raises(ValueError, match="no entry for 'Acrobot-v1' and no 'default' entry"):
+        harness.load_hyperparams("ppo+envonly", "Acrobot-v1", tmp_path)
+    with pytest.raises(SystemExit):
+        main(["--algos", "ppo+other", "--envs", "CartPole-v1", "--steps", "100", "--out", str(tmp_path / "out")])
+
+
 def test_failing_run_is_recorded(tmp_path: Path) -> None:
     task = harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, str(tmp_path))
     result = harness._run_task(task)

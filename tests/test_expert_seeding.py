@@ -27,6 +27,7 @@ from sb3_pcl.envs import (
     generate_expert_episodes,
 )
 from sb3_pcl.envs import expert as expert_module
+from sb3_pcl.envs.expert import SEED_EXPERT_MIN_LENGTHS
 
 FAST = {**PCL_FAST, "learning_starts": 0}
 
@@ -164,6 +165,25 @@ def test_expert_episodes_for_vec_env_score_len_target(env_id):
             assert demo["rewards"].sum() == len(target) and demo["terminated"]
     # the VecEnv itself was not stepped
     assert venv.envs[0].unwrapped.time == 0
+
+
+@pytest.mark.parametrize("env_id", ["sb3_pcl/Copy-v0", "sb3_pcl/Reverse-v0", "sb3_pcl/RepeatCopy-v0"])
+def test_expert_episodes_with_drawn_lengths(env_id):
+    """min_lengths (PCL's expert_paths: the original code's inputs of 2..10 symbols) spans the range, perfect episodes."""
+    venv = DummyVecEnv([lambda: gym.make(env_id)])
+    episodes = expert_episodes_for_vec_env(venv, 60, seed=3, min_lengths=SEED_EXPERT_MIN_LENGTHS)
+    again = expert_episodes_for_vec_env(venv, 60, seed=3, min_lengths=SEED_EXPERT_MIN_LENGTHS)
+    input_lengths = []
+    for demo, same in zip(episodes, again, strict=True):
+        np.testing.assert_array_equal(demo["actions"], same["actions"])
+        blank = venv.envs[0].unwrapped.base  # the blank symbol ends the input on the tape
+        observations = list(demo["observations"])
+        input_lengths.append(observations.index(blank) if blank in observations else len(observations))
+        assert demo["terminated"] and demo["rewards"].min() >= 0
+    assert min(input_lengths) == 2 and max(input_lengths) == 10
+    assert venv.envs[0].unwrapped.min_length == venv.envs[0].unwrapped.starting_min_length  # the VecEnv's env untouched
+    with pytest.raises(ValueError, match="min_lengths"):
+        expert_episodes_for_vec_env(venv, 1, min_lengths=(3, 2))
 
 
 def test_expert_episodes_are_encoded_for_a_combined_action_env():

@@ -23,6 +23,7 @@ values ``V(s_{t+k})`` and ``V(s_L)`` may come from another network than ``V(s_t)
 target value network: ``path_consistency(..., far_values=...)``).
 """
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch as th
@@ -307,12 +308,20 @@ def value_targets(consistency: Consistency) -> th.Tensor:
     return (consistency.values[offset:] + consistency.residual[offset:]).detach()
 
 
-def soft_value(logits: th.Tensor, temperature: float) -> th.Tensor:
+def soft_value(logits: th.Tensor, temperature: float, action_dims: Sequence[int] | None = None) -> th.Tensor:
     """
     Unified PCL's value: ``V(s) = (tau + lambda) * logsumexp(logits)``.
 
-    :param logits: ``(..., n_actions)``
+    With a factorised (``MultiDiscrete``) policy ``pi(a) = prod_k softmax(l_k)(a_k)`` the logits are the
+    concatenation of the components' ``l_k`` and ``Q(s, a) = temperature * sum_k l_k(a_k)`` (up to a constant)
+    gives ``V(s) = temperature * sum_k logsumexp(l_k)``.
+
+    :param logits: ``(..., n_actions)``, or ``(..., sum(action_dims))``
     :param temperature: ``tau + lambda``
+    :param action_dims: sizes of the action components (``nvec`` of a ``MultiDiscrete`` space); ``None``: one component
     :return: ``(...)`` values
     """
-    return temperature * th.logsumexp(logits, dim=-1)
+    if action_dims is None or len(action_dims) == 1:
+        return temperature * th.logsumexp(logits, dim=-1)
+    components = th.split(logits, list(action_dims), dim=-1)
+    return temperature * th.stack([th.logsumexp(component, dim=-1) for component in components], dim=-1).sum(dim=-1)

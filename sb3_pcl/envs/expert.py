@@ -32,7 +32,18 @@ from sb3_pcl.envs.algorithmic import (
 )
 from sb3_pcl.envs.wrappers import CombinedActionWrapper
 
-__all__ = ["expert_actions", "expert_episodes_for_vec_env", "generate_expert_episodes", "load_episodes", "save_episodes"]
+#: Curriculum lengths ``(low, high)`` of the episodes behind PCL's ``expert_paths``: inputs of 2 to 10 symbols,
+#: as the original code's ``sample_expert_path`` (``random.randint(2, 10)``) draws them
+SEED_EXPERT_MIN_LENGTHS = (2, 8)
+
+__all__ = [
+    "SEED_EXPERT_MIN_LENGTHS",
+    "expert_actions",
+    "expert_episodes_for_vec_env",
+    "generate_expert_episodes",
+    "load_episodes",
+    "save_episodes",
+]
 
 
 def _tape_expert(env: TapeAlgorithmicEnv) -> list[tuple[int, int, int]]:
@@ -126,25 +137,40 @@ def _uses_combined_actions(env: gym.Env) -> CombinedActionWrapper | None:
     raise TypeError(f"Cannot step the expert's MultiDiscrete actions in action space {env.action_space}")
 
 
-def generate_expert_episodes(env_id_or_env: str | gym.Env, n_episodes: int, seed: int | None = None) -> list[dict[str, Any]]:
+def generate_expert_episodes(
+    env_id_or_env: str | gym.Env,
+    n_episodes: int,
+    seed: int | None = None,
+    min_lengths: tuple[int, int] | None = None,
+) -> list[dict[str, Any]]:
     """
     Play expert episodes in an algorithmic task.
 
-    The first reset uses ``seed``, the following ones continue the environment's random stream. Perfect
-    expert episodes promote the environment's curriculum like any other episode, so the input length
-    grows along the way (``last`` perfect episodes per promotion). A given environment is stepped in
-    place; an id is created with ``gymnasium.make`` and closed afterwards. Wrapped environments whose
-    action space is a :class:`CombinedActionWrapper`'s ``Discrete`` space are stepped with the encoded
-    actions; the recorded actions are always the (move, write, symbol) triples.
+    The first reset uses ``seed``, the following ones continue the environment's random stream. Without
+    ``min_lengths``, perfect expert episodes promote the environment's curriculum like any other episode,
+    so the input length grows along the way (``last`` perfect episodes per promotion). With ``min_lengths``
+    the curriculum length of each episode is drawn instead (the environment's curriculum is then left
+    external, see :meth:`~sb3_pcl.envs.algorithmic.AlgorithmicEnv.set_min_length`). A given environment is
+    stepped in place; an id is created with ``gymnasium.make`` and closed afterwards. Wrapped environments
+    whose action space is a :class:`CombinedActionWrapper`'s ``Discrete`` space are stepped with the
+    encoded actions; the recorded actions are always the (move, write, symbol) triples.
 
     :param env_id_or_env: A registered id (e.g. ``"sb3_pcl/Copy-v0"``) or an environment.
     :param n_episodes: Number of episodes.
-    :param seed: Seed of the first reset.
+    :param seed: Seed of the first reset (and of the draw of the lengths).
+    :param min_lengths: ``(low, high)``: draw each episode's curriculum ``min_length`` uniformly from
+        ``low..high`` (inclusive), so the input has ``min_length + {0, 1, 2}`` symbols; ``None``: keep the
+        environment's curriculum. :data:`SEED_EXPERT_MIN_LENGTHS` gives the original code's 2 to 10 symbols.
     :return: One dict per episode with ``observations`` (T + 1,), ``actions`` (T, 3), ``rewards`` (T,),
         ``terminated`` (bool) and ``truncated`` (bool).
     """
     if n_episodes < 0:
         raise ValueError(f"n_episodes must be >= 0, got {n_episodes}")
+    if min_lengths is not None:
+        low, high = min_lengths
+        if not 1 <= low <= high:
+            raise ValueError(f"min_lengths must be (low, high) with 1 <= low <= high, got {min_lengths!r}")
+    length_rng = np.random.default_rng(seed)
     if isinstance(env_id_or_env, str):
         from sb3_pcl.envs import register_algorithmic_envs
 
@@ -158,6 +184,8 @@ def generate_expert_episodes(env_id_or_env: str | gym.Env, n_episodes: int, seed
         combined = _uses_combined_actions(env)
         episodes = []
         for episode_index in range(n_episodes):
+            if min_lengths is not None:
+                env.unwrapped.set_min_length(int(length_rng.integers(min_lengths[0], min_lengths[1] + 1)))  # type: ignore[attr-defined]
             obs, _ = env.reset(seed=seed if episode_index == 0 else None)
             actions = expert_actions(env)
             observations = [int(obs)]
@@ -221,7 +249,9 @@ def expert_task(venv: VecEnv) -> AlgorithmicEnv:
     return base
 
 
-def expert_episodes_for_vec_env(venv: VecEnv, n_episodes: int, seed: int | None = None) -> list[dict[str, Any]]:
+def expert_episodes_for_vec_env(
+    venv: VecEnv, n_episodes: int, seed: int | None = None, min_lengths: tuple[int, int] | None = None
+) -> list[dict[str, Any]]:
     """
     Expert episodes of a VecEnv's algorithmic task, with actions in the VecEnv's action space.
 
@@ -232,11 +262,12 @@ def expert_episodes_for_vec_env(venv: VecEnv, n_episodes: int, seed: int | None 
     :param venv: The VecEnv (see :func:`expert_task` for what it may wrap).
     :param n_episodes: Number of episodes.
     :param seed: Seed of the first reset of the copy.
+    :param min_lengths: Curriculum lengths of the episodes (see :func:`generate_expert_episodes`).
     :return: The episodes, in the format of :func:`generate_expert_episodes`.
     :raises ValueError: When the task has no expert (see :func:`expert_task`).
     """
     base = expert_task(venv)
-    episodes = generate_expert_episodes(copy.deepcopy(base), n_episodes, seed=seed)
+    episodes = generate_expert_episodes(copy.deepcopy(base), n_episodes, seed=seed, min_lengths=min_lengths)
     if venv.action_space != base.action_space:
         for episode in episodes:
             episode["actions"] = np.asarray(venv.env_method("encode_batch", episode["actions"], indices=[0])[0])

@@ -32,8 +32,8 @@ from sb3_pcl.common.consistency import (
 from sb3_pcl.common.demonstrations import check_episodes, load_episodes
 from sb3_pcl.common.trust_region import ridge_regression, squared_consistency_objective, trust_region_step
 from sb3_pcl.common.validation import fail_hyperparameter
-from sb3_pcl.envs.expert import expert_episodes_for_vec_env, expert_task
-from sb3_pcl.pcl.policies import CnnPolicy, MlpLstmPolicy, MlpPolicy, UnifiedPolicy
+from sb3_pcl.envs.expert import SEED_EXPERT_MIN_LENGTHS, expert_episodes_for_vec_env, expert_task
+from sb3_pcl.pcl.policies import CnnPolicy, MlpLstmPolicy, MlpPolicy, UnifiedLstmPolicy, UnifiedPolicy, UnifiedValue
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 
@@ -60,7 +60,9 @@ class PCL(OffPolicyAlgorithm):
     adds an episode-aware replay (:class:`~sb3_pcl.common.buffers.PathReplayBuffer`), whose
     time-major path segments feed the consistency loss, and a lagged target network.
 
-    :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``MlpLstmPolicy`` or an ActorCriticPolicy subclass)
+    :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``MlpLstmPolicy``, the Unified PCL policies
+        ``UnifiedMlpPolicy`` and ``UnifiedMlpLstmPolicy`` (Discrete or MultiDiscrete actions, one network whose
+        action logits also give the value) or an ActorCriticPolicy subclass)
     :param env: the environment to learn from (if registered in Gym, can be str)
     :param learning_rate: learning rate of Adam, constant or a schedule of the remaining progress
         (default: linear decay from 1e-3 to 0 over the ``learn`` call)
@@ -122,7 +124,8 @@ class PCL(OffPolicyAlgorithm):
     :param use_target_values: bootstrap the far end of the windows, ``V(s_{t+k})`` and the final value
         ``V(s_L)``, from the lagged target value network instead of the online one (``V(s_t)`` stays online)
     :param expert_paths: number of scripted expert episodes (:func:`~sb3_pcl.envs.expert.expert_episodes_for_vec_env`)
-        seeded into the replay at the start of the first ``learn``; only for the algorithmic tasks (``sb3_pcl/Copy-v0``, ...)
+        seeded into the replay at the start of the first ``learn``; only for the algorithmic tasks (``sb3_pcl/Copy-v0``, ...).
+        As in the original code their inputs have 2 to 10 symbols, whatever the training env's curriculum length
     :param demonstrations: an episodes ``.npz`` file (:func:`~sb3_pcl.common.demonstrations.save_episodes`) whose
         episodes are seeded into the replay at the start of the first ``learn`` (see :meth:`add_demonstrations`)
     :param replay_buffer_class: replay buffer class (a ``PathReplayBuffer`` subclass)
@@ -141,6 +144,7 @@ class PCL(OffPolicyAlgorithm):
         "CnnPolicy": CnnPolicy,
         "UnifiedMlpPolicy": UnifiedPolicy,
         "MlpLstmPolicy": MlpLstmPolicy,
+        "UnifiedMlpLstmPolicy": UnifiedLstmPolicy,
     }
     policy: ActorCriticPolicy
     policy_target: ActorCriticPolicy
@@ -390,10 +394,12 @@ class PCL(OffPolicyAlgorithm):
     def _setup_optimizers(self) -> None:
         """With a separate value optimiser, the policy's optimiser must not update the value parameters."""
         self.value_optimizer: th.optim.Optimizer | None = None
-        if self.value_optimizer_name is not None and isinstance(self.policy, UnifiedPolicy):
-            raise ValueError("value_optimizer must be None with UnifiedPolicy (its value has no separate parameters)")
-        if self.policy_optimizer_name == "trust_region" and isinstance(self.policy, UnifiedPolicy):
-            raise ValueError("policy_optimizer='trust_region' is not supported with UnifiedPolicy (it needs a separate value)")
+        if isinstance(self.policy, UnifiedValue):
+            name = type(self.policy).__name__
+            if self.value_optimizer_name is not None:
+                raise ValueError(f"value_optimizer must be None with {name} (its value has no separate parameters)")
+            if self.policy_optimizer_name == "trust_region":
+                raise ValueError(f"policy_optimizer='trust_region' is not supported with {name} (it needs a separate value)")
         if self.value_optimizer_name is None:
             return
         if self.value_optimizer_name == "best_fit":
@@ -757,7 +763,7 @@ class PCL(OffPolicyAlgorithm):
         tau = self.tau_schedule(self._current_progress_remaining)
         polyak_update(self.policy.parameters(), self.policy_target.parameters(), 1.0 - self.target_network_lag)
         self._before_training_iteration()
-        if isinstance(self.policy, UnifiedPolicy):  # V(s) = (tau + lambda) * logsumexp(logits)
+        if isinstance(self.policy, UnifiedValue):  # V(s) = (tau + lambda) * sum_k logsumexp(logits_k)
             self.policy.temperature = self.policy_target.temperature = tau + self.relative_entropy_coef  # type: ignore[assignment]
 
         batches: list[PathBatch] = []
@@ -907,7 +913,12 @@ class PCL(OffPolicyAlgorithm):
                 raise ValueError("expert_paths needs the training env: pass env to load() or call set_env() before learn()")
             # A seed derived from the model's: the expert's inputs differ from the training env's first ones.
             seed = int(np.random.default_rng(self.seed).integers(2**31 - 1))
-            episodes += expert_episodes_for_vec_env(self.env, int(self.expert_paths), seed=seed)  # type: ignore[arg-type]
+            episodes += expert_episodes_for_vec_env(
+                self.env,  # type: ignore[arg-type]
+                int(self.expert_paths),
+                seed=seed,
+                min_lengths=SEED_EXPERT_MIN_LENGTHS,
+            )
         n_added = self.add_demonstrations(episodes)
         self._replay_seeded = True
         if self.verbose >= 1:

@@ -6,8 +6,12 @@ state value. SB3's actor-critic policies provide exactly that for Discrete, Mult
 MultiBinary and Box actions (a diagonal Gaussian with a learned, state-independent log-std),
 with separate policy and value MLPs by default (2 x 64 tanh units: the seed's MLP).
 
-Unified PCL (:class:`UnifiedPolicy`) uses one network for both: ``pi = softmax(logits)`` and
-``V(s) = temperature * logsumexp(logits)``, with ``temperature = tau + lambda`` (set by PCL).
+Unified PCL uses one network for both: ``pi = softmax(logits)`` and
+``V(s) = temperature * logsumexp(logits)``, with ``temperature = tau + lambda`` (set by PCL); for
+``MultiDiscrete`` actions ``pi`` is factorised over the components and
+``V(s) = temperature * sum_k logsumexp(logits_k)``. :class:`UnifiedValue` holds that value and its
+temperature; :class:`UnifiedPolicy` is the feed-forward policy built on it, :class:`UnifiedLstmPolicy`
+the recurrent one.
 
 ``MlpLstmPolicy`` is the recurrent policy of the original code (an LSTM fed with the observation
 and the previous action, linear action and value heads on its output,
@@ -17,8 +21,10 @@ rebuild the recurrent state.
 
 from typing import Any
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, BaseModel
 from stable_baselines3.common.type_aliases import PyTorchObs
 
@@ -29,57 +35,66 @@ MlpPolicy = ActorCriticPolicy
 CnnPolicy = ActorCriticCnnPolicy
 
 
-class UnifiedPolicy(ActorCriticPolicy):
+def unified_action_dims(action_space: spaces.Space, policy_name: str = "a unified policy") -> list[int]:
     """
-    Unified PCL's policy (Discrete actions): the policy MLP's action logits give both
-    ``pi = softmax(logits)`` and the soft value ``V(s) = temperature * logsumexp(logits)``.
+    Sizes of the categorical components of a unified policy's action logits.
 
-    The value MLP and head that :class:`ActorCriticPolicy` builds are never used (they get no gradient).
-    ``temperature`` is a plain float, stored in the ``state_dict`` (extra state); PCL sets it to
-    ``tau + relative_entropy_coef`` at every training iteration.
+    :param action_space: ``Discrete`` or ``MultiDiscrete``
+    :param policy_name: the policy named in the error message
+    :return: ``[n]`` for ``Discrete(n)``, ``list(nvec)`` for ``MultiDiscrete``
+    :raises ValueError: for any other action space
+    """
+    if isinstance(action_space, spaces.Discrete):
+        return [int(action_space.n)]
+    if isinstance(action_space, spaces.MultiDiscrete):
+        return [int(n) for n in np.asarray(action_space.nvec).reshape(-1)]
+    raise ValueError(f"{policy_name} supports only Discrete and MultiDiscrete action spaces, got {action_space}")
+
+
+class UnifiedValue(ActorCriticPolicy):
+    """
+    Unified PCL's value, shared by the unified policies (put it first among the bases of an ActorCriticPolicy subclass).
+
+    The action logits give both ``pi`` (a categorical, or a product of categoricals for ``MultiDiscrete``) and
+    the soft value ``V(s) = temperature * sum_k logsumexp(logits_k)``
+    (:func:`~sb3_pcl.common.consistency.soft_value`). The value MLP and head that :class:`ActorCriticPolicy`
+    builds are never used (they get no gradient). ``temperature`` is a plain float, stored in the ``state_dict``
+    (extra state) and among the constructor parameters; PCL sets it to ``tau + relative_entropy_coef`` at every
+    training iteration.
 
     :param observation_space: observation space
-    :param action_space: a ``Discrete`` action space
-    :param lr_schedule: learning rate schedule
+    :param action_space: a ``Discrete`` or ``MultiDiscrete`` action space (others raise ``ValueError``)
+    :param args: the other positional arguments of the policy class (``lr_schedule``, ...)
     :param temperature: ``tau + lambda``
-    :param kwargs: the other arguments of :class:`ActorCriticPolicy`
+    :param kwargs: the other keyword arguments of the policy class
     """
 
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
-        lr_schedule: Any,
         *args: Any,
         temperature: float = 0.01,
         **kwargs: Any,
-    ):
-        if not isinstance(action_space, spaces.Discrete):
-            raise ValueError(f"UnifiedPolicy supports only Discrete action spaces, got {action_space}")
-        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+    ) -> None:
+        action_dims = unified_action_dims(action_space, type(self).__name__)
+        super().__init__(observation_space, action_space, *args, **kwargs)
+        self.action_dims = action_dims
         self.temperature = float(temperature)
 
-    def action_logits(self, obs: PyTorchObs) -> th.Tensor:
-        """:return: the unnormalised action logits ``(batch, n_actions)``"""
-        features = BaseModel.extract_features(self, obs, self.pi_features_extractor)
-        return self.action_net(self.mlp_extractor.forward_actor(features))
+    def unified_value(self, logits: th.Tensor) -> th.Tensor:
+        """
+        :param logits: unnormalised action logits ``(n, sum(action_dims))``
+        :return: the soft values ``(n, 1)``
+        """
+        return soft_value(logits, self.temperature, self.action_dims).unsqueeze(-1)
 
-    def _soft_value(self, logits: th.Tensor) -> th.Tensor:
-        return soft_value(logits, self.temperature).unsqueeze(-1)
-
-    def forward(self, obs: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        logits = self.action_logits(obs)
-        distribution = self.action_dist.proba_distribution(action_logits=logits)
-        actions = distribution.get_actions(deterministic=deterministic)
-        return actions, self._soft_value(logits), distribution.log_prob(actions)
-
-    def evaluate_actions(self, obs: PyTorchObs, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
-        logits = self.action_logits(obs)
-        distribution = self.action_dist.proba_distribution(action_logits=logits)
-        return self._soft_value(logits), distribution.log_prob(actions), distribution.entropy()
-
-    def predict_values(self, obs: PyTorchObs) -> th.Tensor:
-        return self._soft_value(self.action_logits(obs))
+    def unified_heads(self, logits: th.Tensor) -> tuple[Distribution, th.Tensor]:
+        """
+        :param logits: unnormalised action logits ``(n, sum(action_dims))``
+        :return: the action distribution they define and the soft values ``(n, 1)``
+        """
+        return self.action_dist.proba_distribution(action_logits=logits), self.unified_value(logits)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "temperature": self.temperature}
@@ -91,6 +106,66 @@ class UnifiedPolicy(ActorCriticPolicy):
         self.temperature = float(state["temperature"])
 
 
-UnifiedMlpPolicy = UnifiedPolicy
+class UnifiedPolicy(UnifiedValue):
+    """
+    Unified PCL's feed-forward policy (``Discrete`` or ``MultiDiscrete`` actions): the policy MLP's action
+    logits give both ``pi`` and the soft value (:class:`UnifiedValue`).
 
-__all__ = ["CnnPolicy", "MlpLstmPolicy", "MlpPolicy", "UnifiedMlpPolicy", "UnifiedPolicy"]
+    :param observation_space: observation space
+    :param action_space: a ``Discrete`` or ``MultiDiscrete`` action space
+    :param lr_schedule: learning rate schedule
+    :param temperature: ``tau + lambda``
+    :param kwargs: the other arguments of :class:`ActorCriticPolicy`
+    """
+
+    def action_logits(self, obs: PyTorchObs) -> th.Tensor:
+        """:return: the unnormalised action logits ``(batch, sum(action_dims))``"""
+        features = BaseModel.extract_features(self, obs, self.pi_features_extractor)
+        return self.action_net(self.mlp_extractor.forward_actor(features))
+
+    def forward(self, obs: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        distribution, values = self.unified_heads(self.action_logits(obs))
+        actions = distribution.get_actions(deterministic=deterministic)
+        log_prob = distribution.log_prob(actions)
+        return actions.reshape((-1, *self.action_space.shape)), values, log_prob  # type: ignore[misc]
+
+    def evaluate_actions(self, obs: PyTorchObs, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
+        distribution, values = self.unified_heads(self.action_logits(obs))
+        return values, distribution.log_prob(actions), distribution.entropy()
+
+    def predict_values(self, obs: PyTorchObs) -> th.Tensor:
+        return self.unified_value(self.action_logits(obs))
+
+
+class UnifiedLstmPolicy(UnifiedValue, MlpLstmPolicy):
+    """
+    Unified PCL's recurrent policy: :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy` whose heads read both the
+    action distribution and the soft value (:class:`UnifiedValue`) from the action logits on the LSTM output.
+
+    Its value head (``value_net``) is unused, so ``detach_value`` has no effect.
+
+    :param observation_space: observation space
+    :param action_space: a ``Discrete`` or ``MultiDiscrete`` action space
+    :param lr_schedule: learning rate schedule
+    :param temperature: ``tau + lambda``
+    :param kwargs: the other arguments of :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy`
+    """
+
+    def _heads(self, latent: th.Tensor) -> tuple[Distribution, th.Tensor]:
+        return self.unified_heads(self.action_net(self.mlp_extractor.forward_actor(latent)))
+
+
+UnifiedMlpPolicy = UnifiedPolicy
+UnifiedMlpLstmPolicy = UnifiedLstmPolicy
+
+__all__ = [
+    "CnnPolicy",
+    "MlpLstmPolicy",
+    "MlpPolicy",
+    "UnifiedLstmPolicy",
+    "UnifiedMlpLstmPolicy",
+    "UnifiedMlpPolicy",
+    "UnifiedPolicy",
+    "UnifiedValue",
+    "unified_action_dims",
+]

@@ -42,7 +42,9 @@ class TrustPCL(PCL):
     ``max_divergence=0.001``, a slow target (``target_network_lag=0.99``), smoothing 0.95 over 100
     episodes. ``hyperparams/trust_pcl.yml`` holds the published MuJoCo recipes.
 
-    :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``MlpLstmPolicy`` or an ActorCriticPolicy subclass)
+    :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``MlpLstmPolicy``, the Unified PCL policies
+        ``UnifiedMlpPolicy`` and ``UnifiedMlpLstmPolicy`` (Discrete or MultiDiscrete actions, one network whose
+        action logits also give the value) or an ActorCriticPolicy subclass)
     :param env: the environment to learn from (if registered in Gym, can be str)
     :param learning_rate: learning rate of Adam, constant or a schedule of the remaining progress
         (default: linear decay from 1e-3 to 0 over the ``learn`` call)
