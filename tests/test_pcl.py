@@ -504,6 +504,33 @@ def test_online_batch_adds_one_update_per_iteration(use_online_batch, monkeypatc
     assert calls == [i * per_iteration for i in range(len(calls))]
 
 
+@pytest.mark.parametrize("use_online_batch", [False, True])
+def test_zero_gradient_steps_trains_on_the_online_batch_only(use_online_batch, monkeypatch):
+    """gradient_steps=0: no replay batch; with use_online_batch one on-policy update per iteration on exactly the new steps."""
+    model = PCL(
+        "MlpPolicy",
+        MultiDiscreteEnv(),  # 10-step episodes
+        seed=0,
+        use_online_batch=use_online_batch,
+        **{**FAST, "gradient_steps": 0, "train_freq": (3, "episode"), "learning_starts": 0},
+    )
+    monkeypatch.setattr(model.replay_buffer, "sample", _raise)
+    covered = []
+    recent_segments = model.replay_buffer.recent_segments
+
+    def recording(n_steps, env=None):
+        batch = recent_segments(n_steps, env=env)
+        covered.append((n_steps, int(batch.mask.sum()), batch.mask.shape[1]))
+        return batch
+
+    model.replay_buffer.recent_segments = recording
+    model.learn(90)
+    if use_online_batch:
+        assert covered == [(30, 30, 3)] * 3 and model._n_updates == 3
+    else:
+        assert covered == [] and model._n_updates == 0
+
+
 # ----------------------------------------------------------------------------------------------
 # 13. acting with the target policy
 # ----------------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
-from stable_baselines3.common.utils import LinearSchedule
 from torch import nn
+
+from sb3_pcl.common.schedules import parse_schedule
 
 # Keys of an rl-zoo3 entry that describe the experiment, not the algorithm's constructor.
 EXPERIMENT_KEYS = (
@@ -38,8 +39,10 @@ def hyperparams_dir() -> Path:
 def _parse_value(key: str, value: Any) -> Any:
     if key == "policy_kwargs" and isinstance(value, str):
         return eval(value, {"nn": nn, "dict": dict})
-    if isinstance(value, str) and value.startswith("lin_"):
-        return LinearSchedule(float(value[4:]), 0.0, 1.0)
+    if key == "train_freq" and isinstance(value, list):  # YAML has no tuples: [25, "episode"] as rl-zoo3 reads it
+        return tuple(value)
+    if isinstance(value, str) and value.startswith(("lin_", "exp_")):
+        return parse_schedule(key, value)
     return value
 
 

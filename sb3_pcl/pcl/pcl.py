@@ -17,7 +17,7 @@ from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule, LinearSchedule, explained_variance, polyak_update
 
 from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, PathBatch, PathReplayBuffer
@@ -30,6 +30,7 @@ from sb3_pcl.common.consistency import (
     value_targets,
 )
 from sb3_pcl.common.demonstrations import check_episodes, load_episodes
+from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.trust_region import ridge_regression, squared_consistency_objective, trust_region_step
 from sb3_pcl.common.validation import fail_hyperparameter
 from sb3_pcl.envs.expert import SEED_EXPERT_MIN_LENGTHS, expert_episodes_for_vec_env, expert_task
@@ -73,9 +74,11 @@ class PCL(OffPolicyAlgorithm):
     :param rollout: consistency window length ``d``
     :param gamma: discount factor
     :param tau: entropy regularisation coefficient, a float or a schedule of the remaining
-        progress (the seed's ``tau_decay`` is such a schedule)
+        progress, callable or string (``"lin_0.1"``, ``"lin_0.1_0.01"``, ``"exp_0.1_0.001"``:
+        :func:`~sb3_pcl.common.schedules.parse_schedule`; the seed's ``tau_decay`` is an ``exp_`` schedule)
     :param train_freq: collect this many steps (per env) between training iterations, or a tuple ``(n, "step"|"episode")``
-    :param gradient_steps: replay batches per training iteration (-1: as many as env steps collected)
+    :param gradient_steps: replay batches per training iteration (-1: as many as env steps collected; 0 with
+        ``use_online_batch``: train on the online batch only, on-policy)
     :param max_segment_length: maximal length of a sampled segment (``None``: whole paths)
     :param critic_weight: weight of the value surrogate in the joint loss
     :param clip_adv: clip the consistency residual used as gradient weight to ``[-clip_adv, clip_adv]`` (``None``: no clipping)
@@ -162,7 +165,7 @@ class PCL(OffPolicyAlgorithm):
         batch_size: int = 32,
         rollout: int = 10,
         gamma: float = 0.99,
-        tau: float | Schedule = 0.01,
+        tau: float | Schedule | str = 0.01,
         train_freq: int | tuple[int, str] = 8,
         gradient_steps: int = 1,
         max_segment_length: int | None = 32,
@@ -226,7 +229,7 @@ class PCL(OffPolicyAlgorithm):
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
         # OffPolicyAlgorithm calls its polyak coefficient ``tau``; in PCL ``tau`` is the entropy coefficient.
-        self.tau = tau  # type: ignore[assignment]
+        self.tau = parse_schedule("tau", tau)  # type: ignore[assignment]
         self.rollout = rollout
         self.max_segment_length = max_segment_length
         self.critic_weight = critic_weight
@@ -1025,6 +1028,26 @@ class PCL(OffPolicyAlgorithm):
             )
         action_shape: tuple[int, ...] = self.action_space.shape or ()
         return actions.cpu().numpy().reshape((n_envs, *action_shape))
+
+    def collect_rollouts(self, *args: Any, **kwargs: Any) -> RolloutReturn:
+        """
+        SB3's collection; then, with ``gradient_steps=0`` and ``use_online_batch``, a training iteration on the online
+        batch alone (SB3's ``learn`` calls ``train`` only for ``gradient_steps > 0``): on-policy updates on the newly
+        collected paths, as the original code without replay (``replay_buffer_freq=0``, e.g. the trust-region recipe).
+
+        :param args: arguments of :meth:`OffPolicyAlgorithm.collect_rollouts`
+        :param kwargs: keyword arguments of :meth:`OffPolicyAlgorithm.collect_rollouts`
+        :return: the rollout summary
+        """
+        rollout = super().collect_rollouts(*args, **kwargs)
+        if (
+            rollout.continue_training
+            and self.gradient_steps == 0
+            and self.use_online_batch
+            and self.num_timesteps > self.learning_starts
+        ):
+            self.train(gradient_steps=0, batch_size=self.batch_size)
+        return rollout
 
     def _store_transition(
         self,

@@ -26,6 +26,7 @@ from sb3_pcl.common.episodes import (
     ment_bonus,
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
+from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.validation import fail_hyperparameter
 from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
@@ -58,8 +59,8 @@ class Reinforce(OnPolicyAlgorithm):
     :param env: a VecEnv of ``n_groups * num_samples`` envs whose ``reset(seed=...)`` determines the episode
     :param learning_rate: Adam learning rate, constant or a schedule of the remaining progress
     :param num_samples: ``K``, episodes per start state (>= 2, must divide ``n_envs``)
-    :param tau: entropy coefficient, a float or a schedule of the remaining progress (the original
-        ``tau_decay`` is such a schedule)
+    :param tau: entropy coefficient, a float or a schedule of the remaining progress, callable or string
+        (:func:`~sb3_pcl.common.schedules.parse_schedule`; the original ``tau_decay`` is an ``exp_`` schedule)
     :param max_steps: cap on the steps of a batch; episodes still running then are cut and used as they are
     :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4); ``policy_kwargs["optimizer_kwargs"]`` overrides it
@@ -90,7 +91,7 @@ class Reinforce(OnPolicyAlgorithm):
         env: GymEnv | str,
         learning_rate: float | Schedule = 0.01,
         num_samples: int = 2,
-        tau: float | Schedule = 0.01,
+        tau: float | Schedule | str = 0.01,
         max_steps: int = 1000,
         max_grad_norm: float | None = 50.0,
         adam_eps: float = 2e-4,
@@ -129,7 +130,7 @@ class Reinforce(OnPolicyAlgorithm):
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete),
         )
         self.num_samples = num_samples
-        self.tau = tau
+        self.tau = parse_schedule("tau", tau)
         self.max_steps = max_steps
         self.max_grad_norm = max_grad_norm  # type: ignore[assignment]
         self.adam_eps = adam_eps

@@ -54,6 +54,7 @@ class TrustPCL(PCL):
     :param rollout: consistency window length ``d``
     :param gamma: discount factor
     :param tau: entropy regularisation coefficient, a float or a schedule of the remaining progress
+        (callable or string, :func:`~sb3_pcl.common.schedules.parse_schedule`)
     :param train_freq: collect this many steps (per env) between training iterations, or a tuple ``(n, "step"|"episode")``
     :param gradient_steps: replay batches per training iteration (-1: as many as env steps collected)
     :param max_segment_length: maximal length of a sampled segment (``None``: whole paths)
@@ -103,7 +104,7 @@ class TrustPCL(PCL):
         batch_size: int = 32,
         rollout: int = 10,
         gamma: float = 0.99,
-        tau: float | Schedule = 0.0,
+        tau: float | Schedule | str = 0.0,
         train_freq: int | tuple[int, str] = 8,
         gradient_steps: int = 1,
         max_segment_length: int | None = 32,

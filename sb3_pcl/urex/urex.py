@@ -27,6 +27,7 @@ class UREX(Reinforce):
     :param learning_rate: Adam learning rate, constant or a schedule of the remaining progress
     :param num_samples: ``K``, episodes per start state (>= 2, must divide ``n_envs``)
     :param tau: temperature, > 0, a float or a schedule of the remaining progress
+        (callable or string, :func:`~sb3_pcl.common.schedules.parse_schedule`)
     :param max_steps: cap on the steps of a batch; episodes still running then are cut and used as they are
     :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4)
@@ -47,7 +48,7 @@ class UREX(Reinforce):
         env: GymEnv | str,
         learning_rate: float | Schedule = 0.01,
         num_samples: int = 2,
-        tau: float | Schedule = 0.1,
+        tau: float | Schedule | str = 0.1,
         max_steps: int = 1000,
         max_grad_norm: float | None = 50.0,
         adam_eps: float = 2e-4,
