@@ -1,10 +1,12 @@
 """Tests of the episode-aware path replay."""
 
+import pickle
+
 import numpy as np
 import pytest
 from gymnasium import spaces
 
-from sb3_pcl.common.buffers import PathReplayBuffer
+from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathReplayBuffer
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
 ACT_SPACE = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
@@ -271,3 +273,255 @@ def test_discrete_actions_are_stored_as_one_column():
     buffer.add(obs, obs, np.array([2]), np.ones(1), np.array([True]), [{}])
     batch = buffer.sample(1)
     assert batch.actions.shape == (1, 1, 1) and batch.actions[0, 0, 0] == 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Equivalence of the vectorised path index with the original per-path loops (kept here as the reference).
+
+
+def ref_final_obs(buffer: PathReplayBuffer, path: Path) -> np.ndarray | None:
+    return path.final_obs if path.done else buffer.last_next_obs[path.env_idx]
+
+
+def ref_priority_of(buffer: PathReplayBuffer, path: Path) -> float:
+    return float(path.last_step if buffer.priority == "step" else path.total_return)
+
+
+def ref_sampleable_ids(buffer: PathReplayBuffer) -> np.ndarray:
+    return np.array(
+        sorted(pid for pid, p in buffer.paths.items() if len(p) > 0 and ref_final_obs(buffer, p) is not None),
+        dtype=np.int64,
+    )
+
+
+def ref_priorities(buffer: PathReplayBuffer, path_ids: np.ndarray | None = None) -> np.ndarray:
+    if path_ids is None:
+        path_ids = np.array(sorted(buffer.paths), dtype=np.int64)
+    paths = [buffer.paths[int(i)] for i in path_ids]
+    prio = np.array([ref_priority_of(buffer, p) for p in paths], dtype=np.float64)
+    seeded = np.array([p.is_seed for p in paths], dtype=bool)
+    if seeded.any():
+        prio[seeded] = prio[~seeded].max() if (~seeded).any() else 0.0
+    return prio
+
+
+def ref_sampling_distribution(
+    buffer: PathReplayBuffer, path_ids: np.ndarray | None = None, max_segment_length: int | None = None
+) -> np.ndarray:
+    if path_ids is None:
+        path_ids = np.array(sorted(buffer.paths), dtype=np.int64)
+    prio = ref_priorities(buffer, path_ids)
+    weights = np.exp(buffer.alpha * (prio - prio.max()))
+    max_len = max_segment_length if max_segment_length is not None else buffer.max_segment_length
+    if max_len is not None:
+        lengths = np.array([len(buffer.paths[int(i)]) for i in path_ids], dtype=np.float64)
+        weights = weights * (lengths + max_len - 1) / max_len
+    return weights / weights.sum()
+
+
+def ref_sample_segments(
+    buffer: PathReplayBuffer, batch_size: int, max_segment_length: int | None = None
+) -> list[tuple[Path, int, int]]:
+    ids = ref_sampleable_ids(buffer)
+    max_len = max_segment_length if max_segment_length is not None else buffer.max_segment_length
+    probs = ref_sampling_distribution(buffer, ids, max_len)
+    chosen = np.random.choice(len(ids), size=batch_size, replace=True, p=probs)
+    # the window drawn in each chosen path is not what changed: reuse the buffer's
+    return [PathReplayBuffer._draw_window(buffer.paths[int(path_id)], max_len) for path_id in ids[chosen]]
+
+
+def ref_recent_segments(buffer: PathReplayBuffer, n_steps: int) -> list[tuple[Path, int, int]]:
+    first_step = buffer.add_count - n_steps + 1
+    segments = []
+    for path in buffer.paths.values():
+        if path.env_idx < 0 or len(path) == 0 or path.last_step < first_step or ref_final_obs(buffer, path) is None:
+            continue
+        segments.append((path, max(0, first_step - path.first_step), len(path)))
+    return segments
+
+
+class ReferenceEvictionBuffer(PathReplayBuffer):
+    """The original eviction, choosing among the ``Path`` objects."""
+
+    def _make_room(self, writer: Path) -> None:
+        candidates = [p for p in self.paths.values() if p.done and not p.is_seed]
+        if candidates:
+            if self.eviction == "fifo":
+                victim = min(candidates, key=lambda p: p.path_id)
+            elif self.eviction == "rand":
+                victim = candidates[np.random.randint(len(candidates))]
+            else:
+                victim = min(candidates, key=lambda p: (ref_priority_of(self, p), p.path_id))
+            self._remove_path(victim)
+            return
+        self._drop_running_head(writer)  # unchanged by the vectorisation (a per-path loop in both)
+
+
+def assert_same_batch(got: PathBatch | None, expected: PathBatch | None) -> None:
+    assert (got is None) == (expected is None)
+    if got is None or expected is None:
+        return
+    np.testing.assert_array_equal(got.path_ids, expected.path_ids)
+    for name in ("observations", "actions", "rewards", "mask", "final_observations", "terminated", "at_path_start"):
+        np.testing.assert_array_equal(getattr(got, name).numpy(), getattr(expected, name).numpy(), err_msg=name)
+    assert (got.history is None) == (expected.history is None)
+    if got.history is not None and expected.history is not None:
+        for name in ("observations", "actions", "offsets"):
+            np.testing.assert_array_equal(getattr(got.history, name).numpy(), getattr(expected.history, name).numpy())
+
+
+def assert_same_paths(buffer: PathReplayBuffer, reference: PathReplayBuffer) -> None:
+    assert list(buffer.paths) == list(reference.paths)
+    for path_id, path in buffer.paths.items():
+        other = reference.paths[path_id]
+        assert (path.slots, path.first_step, path.last_step, path.total_return) == (
+            other.slots,
+            other.first_step,
+            other.last_step,
+            other.total_return,
+        )
+        assert (path.done, path.terminated, path.is_seed, path.dropped_head) == (
+            other.done,
+            other.terminated,
+            other.is_seed,
+            other.dropped_head,
+        )
+        assert (path.final_obs is None) == (other.final_obs is None)
+    assert buffer.free_slots == reference.free_slots and buffer.n_stored == reference.n_stored
+
+
+def assert_queries_match_reference(buffer: PathReplayBuffer, rng: np.random.Generator, check_seed: int) -> None:
+    """Every vectorised query of ``buffer`` against the original per-path loops, on the same buffer."""
+    ids = buffer._sampleable_ids()
+    np.testing.assert_array_equal(ids, ref_sampleable_ids(buffer))
+    assert ids.dtype == np.int64
+    np.testing.assert_array_equal(buffer.priorities(), ref_priorities(buffer))
+    assert buffer.n_seeded_paths == sum(1 for p in buffer.paths.values() if p.is_seed)
+    assert buffer.n_seeded_transitions == sum(len(p) for p in buffer.paths.values() if p.is_seed)
+    assert [p.path_id for p in buffer._evictable()] == [p.path_id for p in buffer.paths.values() if p.done and not p.is_seed]
+    if len(ids) == 0:
+        return
+    subset = rng.choice(ids, size=2 * len(ids))  # any order, with repeats
+    np.testing.assert_array_equal(buffer.priorities(subset), ref_priorities(buffer, subset))
+    for max_len in (None, 1, 3):
+        np.testing.assert_array_equal(
+            buffer.sampling_distribution(max_segment_length=max_len), ref_sampling_distribution(buffer, None, max_len)
+        )
+        np.testing.assert_array_equal(
+            buffer.sampling_distribution(ids, max_len), ref_sampling_distribution(buffer, ids, max_len)
+        )
+        np.testing.assert_array_equal(
+            buffer.sampling_distribution(subset, max_len), ref_sampling_distribution(buffer, subset, max_len)
+        )
+        # sample() draws the same paths and windows, consuming the same random numbers
+        np.random.seed(check_seed)
+        got = buffer.sample(7, max_segment_length=max_len)
+        state = np.random.get_state()
+        np.random.seed(check_seed)
+        expected = buffer._gather(ref_sample_segments(buffer, 7, max_len), None)
+        assert_same_batch(got, expected)
+        np.testing.assert_array_equal(np.random.get_state()[1], state[1])
+    for n_steps in (1, 3, 10):
+        segments = ref_recent_segments(buffer, n_steps)
+        try:
+            expected_recent = buffer._gather(segments, None) if segments else None
+        except (IndexError, ValueError) as error:
+            # Known limitation (kept as is): add_path counts as a step, so a path collected across it has fewer
+            # transitions than steps and the window start computed from path.first_step can fall past its end.
+            with pytest.raises(type(error)):
+                buffer.recent_segments(n_steps)
+            continue
+        assert_same_batch(buffer.recent_segments(n_steps), expected_recent)
+
+
+@pytest.mark.parametrize("priority", PRIORITY_MODES)
+@pytest.mark.parametrize("eviction", EVICTION_STRATEGIES)
+@pytest.mark.parametrize("scenario", ["short_paths", "long_paths"])
+def test_vectorised_queries_and_eviction_match_the_per_path_loops(scenario, eviction, priority):
+    """A random stream of adds (truncations, seeded paths, evictions): same paths, queries and samples as the loops."""
+    n_envs = 3
+    if scenario == "short_paths":  # many short paths, evicted whole (the index is compacted several times)
+        size, p_end, max_segment_length, replay_from_start = 40, 0.35, None, False
+    else:  # episodes longer than the buffer: running paths lose their oldest steps, some paths become empty
+        size, p_end, max_segment_length, replay_from_start = 12, 0.04, 4, True
+    kwargs = {
+        "alpha": 0.7,
+        "priority": priority,
+        "eviction": eviction,
+        "max_segment_length": max_segment_length,
+        "replay_from_start": replay_from_start,
+    }
+    buffer = make_buffer(size, n_envs=n_envs, **kwargs)
+    reference = ReferenceEvictionBuffer(size, OBS_SPACE, ACT_SPACE, device="cpu", n_envs=n_envs, **kwargs)
+    rng = np.random.default_rng(
+        [scenario == "short_paths", EVICTION_STRATEGIES.index(eviction), PRIORITY_MODES.index(priority)]
+    )
+    np.random.seed(0)  # the rand eviction's random numbers
+    n_seeded = 0
+    dropped_heads = False
+    for step_index in range(300):
+        kind = rng.random()
+        call: tuple[str, tuple, dict]  # a PathReplayBuffer method, its arguments
+        if kind < 0.04 and n_seeded < size // 4:
+            length = int(rng.integers(1, 3))
+            n_seeded += length
+            seed_args = (rng.normal(size=(length + 1, 2)), rng.normal(size=(length, 1)), rng.integers(-2, 3, size=length))
+            call = ("add_path", seed_args, {"terminated": bool(rng.random() < 0.5), "seed": True})
+        elif 0.04 <= kind < 0.07 and scenario == "short_paths":
+            path_args = (rng.normal(size=(3, 2)), rng.normal(size=(2, 1)), rng.integers(-2, 3, size=2).astype(float))
+            call = ("add_path", path_args, {"terminated": False, "seed": False})
+        elif 0.07 <= kind < 0.075:
+            call = ("close_open_paths", (), {})
+        else:
+            obs = rng.normal(size=(n_envs, 2)).astype(np.float32)
+            next_obs = rng.normal(size=(n_envs, 2)).astype(np.float32)
+            actions = rng.normal(size=(n_envs, 1)).astype(np.float32)
+            rewards = rng.integers(-2, 3, size=n_envs).astype(np.float64)  # ties of returns, for rank eviction
+            dones = rng.random(n_envs) < p_end
+            infos = [{"TimeLimit.truncated": bool(t)} for t in rng.random(n_envs) < 0.3]
+            call = ("add", (obs, next_obs, actions, rewards, dones, infos), {})
+        state = np.random.get_state()
+        states_after = []
+        for b in (buffer, reference):
+            np.random.set_state(state)
+            getattr(b, call[0])(*call[1], **call[2])
+            states_after.append(np.random.get_state())
+        np.testing.assert_array_equal(states_after[0][1], states_after[1][1])  # the same evictions drew the same numbers
+        assert_same_paths(buffer, reference)
+        assert_queries_match_reference(buffer, rng, check_seed=step_index)
+        np.random.set_state(states_after[0])
+        dropped_heads = dropped_heads or any(p.dropped_head for p in buffer.paths.values())
+    assert len(buffer.paths) < buffer.next_path_id // 3  # most paths were evicted
+    assert buffer._index.n_rows < buffer.next_path_id  # the index dropped the rows of evicted paths
+    assert buffer.n_seeded_paths > 0
+    if scenario == "long_paths":
+        assert dropped_heads
+
+    # The index survives pickling (save_replay_buffer / load_replay_buffer) ...
+    restored = pickle.loads(pickle.dumps(buffer))
+    assert_same_paths(restored, buffer)
+    assert_queries_match_reference(restored, rng, check_seed=1)
+    # ... and a buffer pickled before the index existed gets it rebuilt
+    old = pickle.loads(pickle.dumps(buffer))
+    del old.__dict__["_index"]
+    rebuilt = pickle.loads(pickle.dumps(old))
+    assert_queries_match_reference(rebuilt, rng, check_seed=2)
+    np.testing.assert_array_equal(rebuilt.sampling_distribution(), buffer.sampling_distribution())
+    # both keep working as the original one
+    for other in (restored, rebuilt):
+        np.random.seed(3)
+        for _ in range(20):
+            step(other, rng.normal(size=n_envs), dones=rng.random(n_envs) < 0.5)
+        assert_queries_match_reference(other, rng, check_seed=3)
+
+
+def test_priorities_of_unknown_paths_raise_key_error():
+    buffer = make_buffer(4)
+    for v in range(1, 9):
+        step(buffer, [float(v)], dones=[v % 2 == 0])
+    assert 0 not in buffer.paths
+    with pytest.raises(KeyError):
+        buffer.priorities(np.array([0]))
+    with pytest.raises(KeyError):
+        buffer.sampling_distribution(np.array([max(buffer.paths) + 1]))
+    np.testing.assert_array_equal(buffer.priorities(np.array(sorted(buffer.paths))[::-1]), [8.0, 6.0])

@@ -93,6 +93,129 @@ class Path:
         return len(self.slots)
 
 
+class PathIndex:
+    """
+    The per-path numbers that sampling and eviction need, in parallel arrays (one row per path).
+
+    Rows are appended in creation order, that is in increasing path id (the order of
+    :attr:`PathReplayBuffer.paths`), so that selecting rows with a mask keeps the ids sorted. A removed
+    path leaves a dead row until more than half of the rows are dead, when the table is compacted
+    (amortised O(1) per removal). The buffer writes a path's row whenever the path changes
+    (:meth:`PathReplayBuffer._sync`); queries are then vectorised over the rows instead of looping
+    over the ``Path`` objects.
+
+    :param capacity: initial number of rows (grows by doubling)
+    """
+
+    COLUMNS = ("ids", "env_idx", "length", "last_step", "total_return", "live", "done", "is_seed", "has_final")
+    """The names of the row arrays."""
+    MIN_DEAD_TO_COMPACT = 32
+    """Fewer dead rows than this are never compacted."""
+
+    def __init__(self, capacity: int = 64):
+        capacity = max(int(capacity), 1)
+        self.n_rows = 0
+        self.n_dead = 0
+        self.row_of: dict[int, int] = {}
+        self.ids = np.zeros(capacity, dtype=np.int64)
+        self.env_idx = np.zeros(capacity, dtype=np.int64)
+        self.length = np.zeros(capacity, dtype=np.int64)
+        self.last_step = np.zeros(capacity, dtype=np.int64)
+        self.total_return = np.zeros(capacity, dtype=np.float64)
+        self.live = np.zeros(capacity, dtype=bool)
+        self.done = np.zeros(capacity, dtype=bool)
+        self.is_seed = np.zeros(capacity, dtype=bool)
+        self.has_final = np.zeros(capacity, dtype=bool)
+
+    def append(self, path_id: int, env_idx: int, is_seed: bool) -> None:
+        """
+        Add the row of a new (empty, running) path.
+
+        :param path_id: its id, larger than every id already in the table
+        :param env_idx: the env writing it (-1 for :meth:`PathReplayBuffer.add_path`)
+        :param is_seed: whether it is a seeded path
+        """
+        if self.n_rows > 0 and path_id <= int(self.ids[self.n_rows - 1]):
+            raise ValueError(f"path ids must increase: {path_id} after {int(self.ids[self.n_rows - 1])}")
+        if self.n_rows == len(self.ids):
+            for name in self.COLUMNS:
+                column = getattr(self, name)
+                grown = np.zeros(2 * len(column), dtype=column.dtype)
+                grown[: self.n_rows] = column[: self.n_rows]
+                setattr(self, name, grown)
+        row = self.n_rows
+        self.ids[row] = path_id
+        self.env_idx[row] = env_idx
+        self.length[row] = 0
+        self.last_step[row] = 0
+        self.total_return[row] = 0.0
+        self.live[row] = True
+        self.done[row] = False
+        self.is_seed[row] = is_seed
+        self.has_final[row] = False
+        self.row_of[path_id] = row
+        self.n_rows += 1
+
+    def update(self, path_id: int, length: int, last_step: int, total_return: float, done: bool, has_final: bool) -> None:
+        """
+        Overwrite the changing numbers of a path's row.
+
+        :param path_id: the path
+        :param length: its number of stored transitions
+        :param last_step: the buffer step of its last transition
+        :param total_return: its total reward
+        :param done: whether it is finished
+        :param has_final: whether its final observation is known
+        """
+        row = self.row_of[path_id]
+        self.length[row] = length
+        self.last_step[row] = last_step
+        self.total_return[row] = total_return
+        self.done[row] = done
+        self.has_final[row] = has_final
+
+    def remove(self, path_id: int) -> None:
+        """
+        Mark a path's row dead, and compact the table when most rows are dead.
+
+        :param path_id: the removed path
+        """
+        row = self.row_of.pop(path_id)
+        self.live[row] = False
+        self.n_dead += 1
+        if self.n_dead >= self.MIN_DEAD_TO_COMPACT and 2 * self.n_dead > self.n_rows:
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop the dead rows (keeping the others in order)."""
+        keep = np.flatnonzero(self.live[: self.n_rows])
+        for name in self.COLUMNS:
+            column = getattr(self, name)
+            column[: len(keep)] = column[keep]
+        self.n_rows = len(keep)
+        self.n_dead = 0
+        self.row_of = dict(zip(self.ids[: self.n_rows].tolist(), range(self.n_rows), strict=True))
+
+    def live_rows(self) -> np.ndarray:
+        """:return: the rows of the stored paths, in increasing path id"""
+        return np.flatnonzero(self.live[: self.n_rows])
+
+    def rows_of(self, path_ids: np.ndarray) -> np.ndarray:
+        """
+        :param path_ids: ids of stored paths (any order, repeats allowed)
+        :return: their rows
+        :raises KeyError: when an id is not a stored path
+        """
+        path_ids = np.asarray(path_ids, dtype=np.int64).reshape(-1)
+        ids = self.ids[: self.n_rows]
+        rows = np.searchsorted(ids, path_ids)
+        found = rows < self.n_rows
+        found[found] = (ids[rows[found]] == path_ids[found]) & self.live[rows[found]]
+        if not found.all():
+            raise KeyError(int(path_ids[np.argmin(found)]))
+        return rows
+
+
 class PathReplayBuffer(BaseBuffer):
     """
     Replay buffer of paths (episodes) for PCL-style algorithms.
@@ -161,6 +284,37 @@ class PathReplayBuffer(BaseBuffer):
         self.last_next_obs: list[np.ndarray | None] = [None] * n_envs
         self.next_path_id = 0
         self.add_count = 0
+        self._index = PathIndex()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """
+        Restore a pickled buffer (:meth:`~stable_baselines3.common.base_class.BaseAlgorithm.load_replay_buffer`).
+
+        A buffer pickled before the :class:`PathIndex` existed gets it rebuilt from its paths.
+
+        :param state: the pickled attributes
+        """
+        self.__dict__.update(state)
+        if not isinstance(state.get("_index"), PathIndex):
+            self._rebuild_index()
+
+    def _rebuild_index(self) -> None:
+        """Recompute the :class:`PathIndex` from :attr:`paths`."""
+        self._index = PathIndex(capacity=len(self.paths))
+        for path_id in sorted(self.paths):
+            path = self.paths[path_id]
+            self._index.append(path.path_id, path.env_idx, path.is_seed)
+            self._sync(path)
+
+    def _sync(self, path: Path) -> None:
+        """
+        Copy a stored path's numbers to its :class:`PathIndex` row; called after every change of the path.
+
+        :param path: the path
+        """
+        self._index.update(
+            path.path_id, len(path.slots), path.last_step, path.total_return, path.done, self._final_obs(path) is not None
+        )
 
     # ------------------------------------------------------------------ storage
     def _allocate(self) -> None:
@@ -182,12 +336,14 @@ class PathReplayBuffer(BaseBuffer):
     @property
     def n_seeded_paths(self) -> int:
         """:return: number of seeded paths (``add_path(..., seed=True)``, never evicted)"""
-        return sum(1 for path in self.paths.values() if path.is_seed)
+        index = self._index
+        return int(np.count_nonzero(index.live[: index.n_rows] & index.is_seed[: index.n_rows]))
 
     @property
     def n_seeded_transitions(self) -> int:
         """:return: number of transitions held by the seeded paths"""
-        return sum(len(path) for path in self.paths.values() if path.is_seed)
+        index = self._index
+        return int(index.length[: index.n_rows][index.live[: index.n_rows] & index.is_seed[: index.n_rows]].sum())
 
     def reset(self) -> None:
         """Remove every path, seeded ones included."""
@@ -208,14 +364,30 @@ class PathReplayBuffer(BaseBuffer):
     def _new_path(self, env_idx: int, is_seed: bool = False) -> Path:
         path = Path(path_id=self.next_path_id, env_idx=env_idx, first_step=self.add_count, is_seed=is_seed)
         self.paths[path.path_id] = path
+        self._index.append(path.path_id, env_idx, is_seed)
         self.next_path_id += 1
         return path
 
     def _priority_of(self, path: Path) -> float:
         return float(path.last_step if self.priority == "step" else path.total_return)
 
+    def _evictable_rows(self) -> np.ndarray:
+        """:return: the :class:`PathIndex` rows of the finished, not seeded paths, in increasing path id"""
+        index = self._index
+        n_rows = index.n_rows
+        return np.flatnonzero(index.live[:n_rows] & index.done[:n_rows] & ~index.is_seed[:n_rows])
+
     def _evictable(self) -> list[Path]:
-        return [p for p in self.paths.values() if p.done and not p.is_seed]
+        """:return: the finished, not seeded paths, in increasing path id"""
+        return [self.paths[int(path_id)] for path_id in self._index.ids[self._evictable_rows()]]
+
+    def _raw_priorities(self, rows: np.ndarray) -> np.ndarray:
+        """
+        :param rows: :class:`PathIndex` rows
+        :return: :meth:`_priority_of` of their paths (seeded paths not raised to the top)
+        """
+        index = self._index
+        return (index.last_step[rows] if self.priority == "step" else index.total_return[rows]).astype(np.float64)
 
     def _take_slot(self, writer: Path) -> int:
         while not self.free_slots:
@@ -223,17 +395,24 @@ class PathReplayBuffer(BaseBuffer):
         return self.free_slots.pop()
 
     def _make_room(self, writer: Path) -> None:
-        candidates = self._evictable()
-        if candidates:
+        candidates = self._evictable_rows()  # in increasing path id
+        if len(candidates) > 0:
             if self.eviction == "fifo":
-                victim = min(candidates, key=lambda p: p.path_id)
+                row = candidates[0]
             elif self.eviction == "rand":
-                victim = candidates[np.random.randint(len(candidates))]
-            else:
-                victim = min(candidates, key=lambda p: (self._priority_of(p), p.path_id))
-            self._remove_path(victim)
+                row = candidates[np.random.randint(len(candidates))]
+            else:  # the lowest priority, the oldest path among equals (argmin returns the first minimum)
+                row = candidates[int(np.argmin(self._raw_priorities(candidates)))]
+            self._remove_path(self.paths[int(self._index.ids[row])])
             return
-        # Only running (or seeded) paths are stored: drop the oldest transition of the longest running path.
+        self._drop_running_head(writer)
+
+    def _drop_running_head(self, writer: Path) -> None:
+        """
+        Only running (or seeded) paths are stored: drop the oldest transition of the longest running path.
+
+        :param writer: the path that needs the slot (preferred among equally long paths)
+        """
         running = [p for p in self.paths.values() if not p.done and not p.is_seed and len(p) > 0]
         if not running:
             raise ValueError(
@@ -246,11 +425,13 @@ class PathReplayBuffer(BaseBuffer):
         longest.dropped_head = True
         self.free_slots.append(slot)
         self.n_stored -= 1
+        self._sync(longest)
 
     def _remove_path(self, path: Path) -> None:
         self.free_slots.extend(path.slots)
         self.n_stored -= len(path.slots)
         del self.paths[path.path_id]
+        self._index.remove(path.path_id)
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -306,6 +487,7 @@ class PathReplayBuffer(BaseBuffer):
                 path.terminated = not (truncated and self.handle_timeout_termination)
                 path.final_obs = np.array(next_obs[env_idx])
                 self.open_paths[env_idx] = None
+            self._sync(path)
 
     def close_open_paths(self) -> None:
         """
@@ -320,6 +502,7 @@ class PathReplayBuffer(BaseBuffer):
                 path.done = True
                 path.terminated = False
                 path.final_obs = self.last_next_obs[env_idx]
+                self._sync(path)
             self.open_paths[env_idx] = None
 
     @staticmethod
@@ -378,6 +561,7 @@ class PathReplayBuffer(BaseBuffer):
         path.done = True
         path.terminated = bool(terminated)
         path.final_obs = np.array(observations[-1])
+        self._sync(path)
         return path.path_id
 
     # ------------------------------------------------------------------ sampling
@@ -386,11 +570,22 @@ class PathReplayBuffer(BaseBuffer):
         :param path_ids: the paths (default: all stored, in insertion order)
         :return: the priority of each path; seeded paths get the top priority of the others
         """
-        if path_ids is None:
-            path_ids = np.array(sorted(self.paths), dtype=np.int64)
-        paths = [self.paths[int(i)] for i in path_ids]
-        prio = np.array([self._priority_of(p) for p in paths], dtype=np.float64)
-        seeded = np.array([p.is_seed for p in paths], dtype=bool)
+        return self._priorities_of_rows(self._rows(path_ids))
+
+    def _rows(self, path_ids: np.ndarray | None) -> np.ndarray:
+        """
+        :param path_ids: stored paths, or ``None`` for all of them in increasing id
+        :return: their :class:`PathIndex` rows
+        """
+        return self._index.live_rows() if path_ids is None else self._index.rows_of(path_ids)
+
+    def _priorities_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """
+        :param rows: :class:`PathIndex` rows
+        :return: :meth:`priorities` of their paths
+        """
+        prio = self._raw_priorities(rows)
+        seeded = self._index.is_seed[rows]
         if seeded.any():
             prio[seeded] = prio[~seeded].max() if (~seeded).any() else 0.0
         return prio
@@ -408,18 +603,31 @@ class PathReplayBuffer(BaseBuffer):
         :param max_segment_length: segment length (default: the buffer's)
         :return: probabilities
         """
-        if path_ids is None:
-            path_ids = np.array(sorted(self.paths), dtype=np.int64)
-        prio = self.priorities(path_ids)
-        weights = np.exp(self.alpha * (prio - prio.max()))
         max_len = max_segment_length if max_segment_length is not None else self.max_segment_length
+        return self._distribution_of_rows(self._rows(path_ids), max_len)
+
+    def _distribution_of_rows(self, rows: np.ndarray, max_len: int | None) -> np.ndarray:
+        """
+        :param rows: :class:`PathIndex` rows
+        :param max_len: segment length (``None``: whole paths)
+        :return: :meth:`sampling_distribution` of their paths
+        """
+        prio = self._priorities_of_rows(rows)
+        weights = np.exp(self.alpha * (prio - prio.max()))
         if max_len is not None:
-            lengths = np.array([len(self.paths[int(i)]) for i in path_ids], dtype=np.float64)
+            lengths = self._index.length[rows].astype(np.float64)
             weights = weights * (lengths + max_len - 1) / max_len
         return weights / weights.sum()
 
+    def _sampleable_rows(self) -> np.ndarray:
+        """:return: the :class:`PathIndex` rows of the non-empty paths whose final state is known, in increasing id"""
+        index = self._index
+        n_rows = index.n_rows
+        return np.flatnonzero(index.live[:n_rows] & (index.length[:n_rows] > 0) & index.has_final[:n_rows])
+
     def _sampleable_ids(self) -> np.ndarray:
-        return np.array(sorted(pid for pid, p in self.paths.items() if len(p) > 0 and self._final_obs(p) is not None))
+        """:return: the ids of the paths that :meth:`sample` draws from, sorted"""
+        return self._index.ids[self._sampleable_rows()]
 
     def _final_obs(self, path: Path) -> np.ndarray | None:
         return path.final_obs if path.done else self.last_next_obs[path.env_idx]
@@ -435,25 +643,31 @@ class PathReplayBuffer(BaseBuffer):
         :param max_segment_length: override of the buffer's ``max_segment_length``
         :return: a padded time-major batch
         """
-        ids = self._sampleable_ids()
-        if len(ids) == 0:
+        rows = self._sampleable_rows()
+        if len(rows) == 0:
             raise ValueError("cannot sample from an empty PathReplayBuffer")
+        ids = self._index.ids[rows]
         max_len = max_segment_length if max_segment_length is not None else self.max_segment_length
-        probs = self.sampling_distribution(ids, max_len)
+        probs = self._distribution_of_rows(rows, max_len)
         chosen = np.random.choice(len(ids), size=batch_size, replace=True, p=probs)
-        segments = []
-        for path_id in ids[chosen]:
-            path = self.paths[int(path_id)]
-            length = len(path)
-            if max_len is not None and length > 1:
-                # A window of max_len steps whose start is uniform in [-(max_len - 1), length - 1], clipped to
-                # the path: every transition is covered by exactly max_len of these windows, the first and
-                # last ones included (a window drawn inside [0, length - max_len] would rarely see the end).
-                start = np.random.randint(-(max_len - 1), length)
-                segments.append((path, max(0, start), min(length, start + max_len)))
-            else:
-                segments.append((path, 0, length))
+        segments = [self._draw_window(self.paths[int(path_id)], max_len) for path_id in ids[chosen]]
         return self._gather(segments, env)
+
+    @staticmethod
+    def _draw_window(path: Path, max_len: int | None) -> tuple[Path, int, int]:
+        """
+        :param path: a sampled path
+        :param max_len: the segment length (``None``: the whole path)
+        :return: ``(path, start, end)`` of a random window of at most ``max_len`` steps. Its start is uniform in
+            ``[-(max_len - 1), length - 1]``, clipped to the path: every transition is covered by exactly ``max_len``
+            of these windows, the first and last ones included (a window drawn inside ``[0, length - max_len]``
+            would rarely see the end)
+        """
+        length = len(path)
+        if max_len is None or length <= 1:
+            return path, 0, length
+        start = np.random.randint(-(max_len - 1), length)
+        return path, max(0, start), min(length, start + max_len)
 
     def recent_segments(self, n_steps: int, env: VecNormalize | None = None) -> PathBatch | None:
         """
@@ -464,10 +678,18 @@ class PathReplayBuffer(BaseBuffer):
         :return: the batch, or ``None`` when nothing recent is stored
         """
         first_step = self.add_count - n_steps + 1
+        index = self._index
+        n_rows = index.n_rows
+        recent = (
+            index.live[:n_rows]
+            & (index.env_idx[:n_rows] >= 0)
+            & (index.length[:n_rows] > 0)
+            & (index.last_step[:n_rows] >= first_step)
+            & index.has_final[:n_rows]
+        )
         segments = []
-        for path in self.paths.values():
-            if path.env_idx < 0 or len(path) == 0 or path.last_step < first_step or self._final_obs(path) is None:
-                continue
+        for path_id in index.ids[:n_rows][recent]:  # increasing path id, as ``self.paths``
+            path = self.paths[int(path_id)]
             start = max(0, first_step - path.first_step)
             segments.append((path, start, len(path)))
         if not segments:
