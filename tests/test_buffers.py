@@ -398,7 +398,8 @@ def assert_queries_match_reference(buffer: PathReplayBuffer, rng: np.random.Gene
     np.testing.assert_array_equal(buffer.priorities(), ref_priorities(buffer))
     assert buffer.n_seeded_paths == sum(1 for p in buffer.paths.values() if p.is_seed)
     assert buffer.n_seeded_transitions == sum(len(p) for p in buffer.paths.values() if p.is_seed)
-    assert [p.path_id for p in buffer._evictable()] == [p.path_id for p in buffer.paths.values() if p.done and not p.is_seed]
+    evictable = buffer._index.ids[buffer._evictable_rows()].tolist()
+    assert evictable == [p.path_id for p in buffer.paths.values() if p.done and not p.is_seed]
     if len(ids) == 0:
         return
     subset = rng.choice(ids, size=2 * len(ids))  # any order, with repeats

@@ -368,23 +368,16 @@ class PathReplayBuffer(BaseBuffer):
         self.next_path_id += 1
         return path
 
-    def _priority_of(self, path: Path) -> float:
-        return float(path.last_step if self.priority == "step" else path.total_return)
-
     def _evictable_rows(self) -> np.ndarray:
         """:return: the :class:`PathIndex` rows of the finished, not seeded paths, in increasing path id"""
         index = self._index
         n_rows = index.n_rows
         return np.flatnonzero(index.live[:n_rows] & index.done[:n_rows] & ~index.is_seed[:n_rows])
 
-    def _evictable(self) -> list[Path]:
-        """:return: the finished, not seeded paths, in increasing path id"""
-        return [self.paths[int(path_id)] for path_id in self._index.ids[self._evictable_rows()]]
-
     def _raw_priorities(self, rows: np.ndarray) -> np.ndarray:
         """
         :param rows: :class:`PathIndex` rows
-        :return: :meth:`_priority_of` of their paths (seeded paths not raised to the top)
+        :return: the priorities of their paths, recency (``"step"``) or return (seeded paths not raised to the top)
         """
         index = self._index
         return (index.last_step[rows] if self.priority == "step" else index.total_return[rows]).astype(np.float64)
