@@ -250,9 +250,18 @@ def check_batch_against_recording(model: PCL, policy: MlpLstmPolicy, batch: Path
 
 @pytest.mark.parametrize("sample_from", ["online", "target"])
 @pytest.mark.parametrize(
-    "action_space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, (2,), np.float32), spaces.MultiDiscrete([2, 3])], ids=str
+    "action_space, critic_lstm",
+    [
+        (spaces.Discrete(3), False),
+        (spaces.Box(-1.0, 1.0, (2,), np.float32), False),
+        (spaces.MultiDiscrete([2, 3]), False),
+        (spaces.Box(-1.0, 1.0, (2,), np.float32), True),
+    ],
+    ids=str,
 )
-def test_replay_from_path_start_reproduces_collected_log_probs(sample_from: str, action_space: spaces.Space) -> None:
+def test_replay_from_path_start_reproduces_collected_log_probs(
+    sample_from: str, action_space: spaces.Space, critic_lstm: bool
+) -> None:
     env = random_paths_env(3, action_space)
     model = PCL(
         "MlpLstmPolicy",
@@ -262,7 +271,7 @@ def test_replay_from_path_start_reproduces_collected_log_probs(sample_from: str,
         max_segment_length=4,
         batch_size=64,
         seed=0,
-        policy_kwargs=LSTM,
+        policy_kwargs={**LSTM, "enable_critic_lstm": critic_lstm},
     )
     # Online and target policies differ: the acting one must carry its own state.
     perturb(model.policy_target)

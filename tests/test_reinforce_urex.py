@@ -163,6 +163,49 @@ def test_value_gradient_reaches_the_lstm_unless_detached(action_space):
         assert (grad is not None and grad.abs().sum() > 0) == reaches
 
 
+def test_critic_lstm_is_separate_and_carried_in_the_state():
+    """enable_critic_lstm: the value trains only the critic LSTM, the policy only the actor's; both states are carried."""
+    policy = MlpLstmPolicy(spaces.Discrete(4), spaces.Discrete(3), lambda _: 1e-3, lstm_hidden_size=8, enable_critic_lstm=True)
+    assert policy.lstm_critic is not None and policy.state_size == 16
+    assert policy.initial_state(2)[0].shape == (1, 2, 16)
+    critic_params = set(policy.lstm_critic.parameters())
+    assert critic_params <= {param for group in policy.optimizer.param_groups for param in group["params"]}
+    assert policy.lstm_critic.weight_ih_l0.shape[1] == policy.lstm_actor.weight_ih_l0.shape[1] == 4 + 3
+    assert MlpLstmPolicy(**policy._get_constructor_parameters()).lstm_critic is not None  # what save / load rebuild
+
+    values = policy.predict_values(th.tensor([1, 2]), policy.initial_state(2), th.ones(2))
+    values.sum().backward()
+
+    def reached(lstm: th.nn.LSTM) -> bool:
+        return lstm.weight_ih_l0.grad is not None and bool(lstm.weight_ih_l0.grad.abs().sum() > 0)
+
+    assert reached(policy.lstm_critic) and not reached(policy.lstm_actor)
+    policy.zero_grad(set_to_none=True)
+    dist, _ = policy.get_distribution(th.tensor([1, 2]), policy.initial_state(2), th.ones(2))
+    dist.log_prob(th.tensor([0, 2])).sum().backward()
+    assert reached(policy.lstm_actor) and not reached(policy.lstm_critic)
+
+    # Each half of the state belongs to one LSTM: changing the critic's half leaves the policy as it was.
+    _, state = policy.predict(np.array([1, 3]), None, np.array([True, True]))
+    state_t = [th.as_tensor(part) for part in state]
+    assert state_t[0][..., :8].abs().sum() > 0 and state_t[0][..., 8:].abs().sum() > 0
+    changed = [part.clone() for part in state_t]
+    changed[0][..., 8:] += 1.0
+    with th.no_grad():
+        probs = [
+            policy.get_distribution(th.tensor([0, 1]), tuple(s), th.zeros(2))[0].distribution.probs.clone()
+            for s in (state_t, changed)
+        ]
+        values = [policy.predict_values(th.tensor([0, 1]), tuple(s), th.zeros(2)) for s in (state_t, changed)]
+    th.testing.assert_close(probs[0], probs[1])
+    assert (values[0] - values[1]).abs().max() > 1e-5
+
+
+def test_critic_lstm_refuses_detached_values():
+    with pytest.raises(ValueError, match="detach_value must be False"):
+        MlpLstmPolicy(spaces.Discrete(4), spaces.Discrete(3), lambda _: 1e-3, enable_critic_lstm=True, detach_value=True)
+
+
 @pytest.mark.parametrize("kind", ["dummy", "subproc"])
 def test_evaluate_sequence_reproduces_collection_log_probs(kind):
     """Log-probs recorded step by step while acting equal those of the whole padded sequence, at every step."""

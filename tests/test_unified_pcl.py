@@ -30,6 +30,11 @@ def raw_logits(policy: UnifiedPolicy, obs: th.Tensor) -> np.ndarray:
         return policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(obs))).numpy()
 
 
+def test_unified_lstm_refuses_a_critic_lstm() -> None:
+    with pytest.raises(ValueError, match="enable_critic_lstm must be False"):
+        UnifiedLstmPolicy(spaces.Discrete(3), spaces.Discrete(4), lambda _: 1e-3, enable_critic_lstm=True)
+
+
 @pytest.fixture
 def model() -> PCL:
     model = PCL("UnifiedMlpPolicy", "CartPole-v1", tau=0.05, relative_entropy_coef=0.02, seed=0, **FAST)

@@ -10,7 +10,8 @@ heads on the LSTM output (``net_arch=[]`` by default), so the value is read from
 
 Recurrent state
     The state is a 3-tuple ``(h, c, a)``: sb3-contrib's LSTM hidden and cell states, each of shape
-    ``(n_lstm_layers, n_envs, lstm_hidden_size)``, and the encoded previous action, of shape
+    ``(n_lstm_layers, n_envs, lstm_hidden_size)`` (twice as wide with a critic LSTM: both LSTMs' states side by
+    side), and the encoded previous action, of shape
     ``(1, n_envs, action_input_dim)``. ``predict(obs, state, episode_start)`` takes and returns it as
     NumPy arrays, exactly as sb3-contrib's recurrent policies do with their ``(h, c)`` pair; SB3's
     ``evaluate_policy`` and rl-zoo3's ``enjoy`` pass it back opaquely. ``episode_start[i] = True``
@@ -91,9 +92,11 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
 
     Built on sb3-contrib's recurrent policy: its LSTM bookkeeping (``_process_sequence``: episode-start
     resets, sequence-major batches), heads and action distributions are reused. The actor and the
-    critic share the LSTM (no critic LSTM, ``enable_critic_lstm=False``); unlike sb3-contrib's
-    ``shared_lstm=True``, the value gradient reaches the LSTM by default (``detach_value=False``), as in
-    the original code, where the value is a linear function of the policy's recurrent state.
+    critic share the LSTM by default; unlike sb3-contrib's ``shared_lstm=True``, the value gradient
+    reaches the LSTM (``detach_value=False``), as in the original code, where the value is a linear
+    function of the policy's recurrent state. ``enable_critic_lstm=True`` gives the critic its own
+    LSTM, fed with the same inputs (as sb3-contrib's option of that name): the state then holds both
+    LSTMs' states, concatenated along the hidden dimension (actor first), and so does the LSTM output.
 
     :param observation_space: observation space
     :param action_space: action space (``Discrete``, ``MultiDiscrete``, ``Box`` or ``MultiBinary``)
@@ -117,6 +120,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
     :param lstm_kwargs: extra keyword arguments of ``nn.LSTM``
     :param prev_action_input: feed the previous action to the LSTM
     :param detach_value: stop the value gradient at the LSTM output (sb3-contrib's ``shared_lstm=True`` behaviour)
+    :param enable_critic_lstm: give the critic a separate LSTM (then ``detach_value`` must be ``False``)
     """
 
     def __init__(
@@ -143,6 +147,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         lstm_kwargs: dict[str, Any] | None = None,
         prev_action_input: bool = True,
         detach_value: bool = False,
+        enable_critic_lstm: bool = False,
     ):
         if use_sde:
             raise ValueError("use_sde must be False: MlpLstmPolicy does not support gSDE")
@@ -150,6 +155,10 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
             raise ValueError("share_features_extractor must be True: the actor and the critic share the LSTM")
         if lstm_hidden_size < 1 or n_lstm_layers < 1:
             raise ValueError(f"lstm_hidden_size and n_lstm_layers must be >= 1, got {lstm_hidden_size} and {n_lstm_layers}")
+        if enable_critic_lstm and detach_value:
+            raise ValueError(
+                "detach_value must be False with enable_critic_lstm=True: it would stop the critic LSTM's training"
+            )
         super().__init__(
             observation_space,
             action_space,
@@ -179,14 +188,20 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         self.prev_action_input = prev_action_input
         self.detach_value = detach_value
         self.action_input_dim = action_input_dim(action_space) if prev_action_input else 0
+        # The parent built one LSTM for the observation features alone: widen its input and add the critic's
+        # LSTM where asked, then rebuild the optimiser.
+        lstm_input_dim = self.features_dim + self.action_input_dim
         if self.action_input_dim > 0:
-            # The parent built the LSTM for the observation features alone: widen its input, rebuild the optimiser.
-            self.lstm_actor = nn.LSTM(
-                self.features_dim + self.action_input_dim, lstm_hidden_size, num_layers=n_lstm_layers, **self.lstm_kwargs
-            )
+            self.lstm_actor = nn.LSTM(lstm_input_dim, lstm_hidden_size, num_layers=n_lstm_layers, **self.lstm_kwargs)
+        if enable_critic_lstm:
+            self.shared_lstm, self.enable_critic_lstm = False, True
+            self.lstm_critic = nn.LSTM(lstm_input_dim, lstm_hidden_size, num_layers=n_lstm_layers, **self.lstm_kwargs)
+        if self.action_input_dim > 0 or enable_critic_lstm:
             self.optimizer = self.optimizer_class(  # type: ignore[call-arg]
                 self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
             )
+        # Width of h, c and the LSTM output: both LSTMs' side by side with a critic LSTM.
+        self.state_size = lstm_hidden_size * (2 if enable_critic_lstm else 1)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
@@ -196,6 +211,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
             lstm_kwargs=self.lstm_kwargs,
             prev_action_input=self.prev_action_input,
             detach_value=self.detach_value,
+            enable_critic_lstm=self.enable_critic_lstm,
         )
         return data
 
@@ -205,7 +221,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         :param n_envs: number of parallel sequences
         :return: the zero state ``(h, c, previous action input)`` of ``n_envs`` sequences
         """
-        hidden = th.zeros((self.n_lstm_layers, n_envs, self.lstm_hidden_size), device=self.device)
+        hidden = th.zeros((self.n_lstm_layers, n_envs, self.state_size), device=self.device)
         return hidden, hidden.clone(), th.zeros((1, n_envs, self.action_input_dim), device=self.device)
 
     def _as_state(self, state: tuple[th.Tensor, ...]) -> LstmActionState:
@@ -261,18 +277,44 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         :param state: ``(h, c, previous action input)`` before the first step of each sequence
         :param episode_starts: ``(n_seq * T,)`` 1 where a new episode starts (the state is reset before that step)
         :param actions: the actions taken at every entry (needed when ``T > 1``)
-        :return: the LSTM output ``(n_seq * T, lstm_hidden_size)`` and the final ``(h, c)``
+        :return: the LSTM output ``(n_seq * T, state_size)`` and the final ``(h, c)``
         """
         full_state = self._as_state(state)
         features = super(ActorCriticPolicy, self).extract_features(obs, self.features_extractor)
         if self.action_input_dim > 0:
             features = th.cat([features, self._previous_action_inputs(full_state, episode_starts, actions)], dim=1)
-        latent, new_state = self._process_sequence(features, (full_state[0], full_state[1]), episode_starts, self.lstm_actor)
-        return latent, (new_state[0], new_state[1])
+        if self.lstm_critic is None:
+            latent, new_state = self._process_sequence(
+                features, (full_state[0], full_state[1]), episode_starts, self.lstm_actor
+            )
+            return latent, (new_state[0], new_state[1])
+        size = self.lstm_hidden_size
+        outputs, states = [], []
+        for lstm, part in ((self.lstm_actor, slice(0, size)), (self.lstm_critic, slice(size, 2 * size))):
+            output, (h, c) = self._process_sequence(
+                features, (full_state[0][..., part], full_state[1][..., part]), episode_starts, lstm
+            )
+            outputs.append(output)
+            states.append((h, c))
+        return th.cat(outputs, dim=-1), (
+            th.cat([states[0][0], states[1][0]], dim=-1),
+            th.cat([states[0][1], states[1][1]], dim=-1),
+        )
+
+    def split_latent(self, latent: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """
+        :param latent: LSTM outputs ``(..., state_size)``
+        :return: the actor's and the critic's parts (the same tensor twice without a critic LSTM)
+        """
+        if self.lstm_critic is None:
+            return latent, latent
+        return latent[..., : self.lstm_hidden_size], latent[..., self.lstm_hidden_size :]
 
     def _heads(self, latent: th.Tensor) -> tuple[Distribution, th.Tensor]:
-        latent_vf = latent.detach() if self.detach_value else latent
-        distribution = self._get_action_dist_from_latent(self.mlp_extractor.forward_actor(latent))
+        latent_pi, latent_vf = self.split_latent(latent)
+        if self.detach_value:
+            latent_vf = latent_vf.detach()
+        distribution = self._get_action_dist_from_latent(self.mlp_extractor.forward_actor(latent_pi))
         values = self.value_net(self.mlp_extractor.forward_critic(latent_vf))
         return distribution, values
 
@@ -403,7 +445,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         :param obs: observations ``(T, B, *obs_shape)``
         :param actions: actions taken ``(T, B, *action_shape)`` (the last step's is unused)
         :param initial_state: ``(h, c, previous action input)`` before step 0 (``None``: zeros)
-        :return: the LSTM outputs ``(T, B, lstm_hidden_size)``; read actions and values from them with :meth:`latent_heads`
+        :return: the LSTM outputs ``(T, B, state_size)``; read actions and values from them with :meth:`latent_heads`
         """
         n_steps, n_seq = obs.shape[:2]
         if initial_state is None:
@@ -416,7 +458,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
 
     def latent_heads(self, latent: th.Tensor) -> tuple[Distribution, th.Tensor]:
         """
-        :param latent: LSTM outputs ``(n, lstm_hidden_size)`` (e.g. rows of :meth:`sequence_latent`)
+        :param latent: LSTM outputs ``(n, state_size)`` (e.g. rows of :meth:`sequence_latent`)
         :return: the action distribution of the ``n`` entries and their values ``(n, 1)``
         """
         return self._heads(latent)

@@ -142,7 +142,8 @@ class UnifiedLstmPolicy(UnifiedValue, MlpLstmPolicy):
     Unified PCL's recurrent policy: :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy` whose heads read both the
     action distribution and the soft value (:class:`UnifiedValue`) from the action logits on the LSTM output.
 
-    Its value head (``value_net``) is unused, so ``detach_value`` has no effect.
+    Its value head (``value_net``) is unused, so ``detach_value`` has no effect and a critic LSTM
+    (``enable_critic_lstm=True``) is refused.
 
     :param observation_space: observation space
     :param action_space: a ``Discrete`` or ``MultiDiscrete`` action space
@@ -150,6 +151,11 @@ class UnifiedLstmPolicy(UnifiedValue, MlpLstmPolicy):
     :param temperature: ``tau + lambda``
     :param kwargs: the other arguments of :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy`
     """
+
+    def __init__(self, *args: Any, enable_critic_lstm: bool = False, **kwargs: Any):
+        if enable_critic_lstm:
+            raise ValueError("UnifiedLstmPolicy reads the value from the action logits: enable_critic_lstm must be False")
+        super().__init__(*args, **kwargs)
 
     def _heads(self, latent: th.Tensor) -> tuple[Distribution, th.Tensor]:
         return self.unified_heads(self.action_net(self.mlp_extractor.forward_actor(latent)))
