@@ -1144,6 +1144,28 @@ def merge_runs(out_dir: str | Path, drop: Iterable[str] = ()) -> pd.DataFrame:
     return fresh
 
 
+def _record_finished_invocation(config_path: Path, invocation: dict[str, Any], failed: list[str]) -> None:
+    """
+    Mark an invocation finished in ``config.json``, re-reading the file first: other invocations writing to the
+    same folder meanwhile keep their entries (the file is read again rather than overwritten from memory).
+
+    :param config_path: The folder's ``config.json``
+    :param invocation: The entry appended at the start of this invocation (updated in place)
+    :param failed: Names of the runs that failed
+    """
+    invocation["finished"] = _now()
+    invocation["runs_failed"] = failed
+    config = _read_json(config_path, {"invocations": []})
+    entries = config.setdefault("invocations", [])
+    for index, entry in enumerate(entries):
+        if entry.get("started") == invocation["started"] and entry.get("command") == invocation["command"]:
+            entries[index] = invocation
+            break
+    else:
+        entries.append(invocation)
+    _atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
+
+
 def run_grid(
     algos: Sequence[str],
     envs: Sequence[str],
@@ -1263,9 +1285,7 @@ def run_grid(
     logger.info("Running %d run(s) with %d worker(s), results in %s", len(todo), min(workers, max(len(todo), 1)), out)
     results = _execute(todo, workers, fresh_process_per_run)
     failed = sorted(result["name"] for result in results if not result["ok"])
-    invocation["finished"] = _now()
-    invocation["runs_failed"] = failed
-    _atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
+    _record_finished_invocation(config_path, invocation, failed)
 
     frame = merge_runs(out, drop=failed)
     if write_report:

@@ -310,3 +310,24 @@ def test_curriculum_length_recorded(tmp_path: Path) -> None:
     summary = (out / "results.md").read_text()
     assert "| Curriculum length |" in summary and "2.0 [2, 2]" in summary
     assert "mean return of the last 100 training episodes" in summary
+
+
+def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) -> None:
+    """Two invocations writing to one folder: the one finishing first must not drop the other's entry."""
+    config_path = tmp_path / harness.CONFIG_FILENAME
+    first = {"command": "run A", "started": "t0", "finished": None}
+    second = {"command": "run B", "started": "t1", "finished": None}
+    config_path.write_text(json.dumps({"invocations": [first, second]}))
+    # A finishes holding a stale copy from before B started; B's entry must survive.
+    harness._record_finished_invocation(config_path, dict(first), ["a_failed"])
+    entries = json.loads(config_path.read_text())["invocations"]
+    assert [entry["command"] for entry in entries] == ["run A", "run B"]
+    assert entries[0]["finished"] is not None and entries[0]["runs_failed"] == ["a_failed"]
+    assert entries[1]["finished"] is None
+    harness._record_finished_invocation(config_path, dict(second), [])
+    entries = json.loads(config_path.read_text())["invocations"]
+    assert all(entry["finished"] is not None for entry in entries) and len(entries) == 2
+    # An entry that vanished from the file (e.g. the file was replaced) is appended again.
+    config_path.write_text(json.dumps({"invocations": []}))
+    harness._record_finished_invocation(config_path, dict(first), [])
+    assert [entry["command"] for entry in json.loads(config_path.read_text())["invocations"]] == ["run A"]
