@@ -392,7 +392,7 @@ def assert_same_paths(buffer: PathReplayBuffer, reference: PathReplayBuffer) -> 
 
 def assert_queries_match_reference(buffer: PathReplayBuffer, rng: np.random.Generator, check_seed: int) -> None:
     """Every vectorised query of ``buffer`` against the original per-path loops, on the same buffer."""
-    ids = buffer._sampleable_ids()
+    ids = buffer._index.ids[buffer._sampleable_rows()]  # the paths sample() draws from
     np.testing.assert_array_equal(ids, ref_sampleable_ids(buffer))
     assert ids.dtype == np.int64
     np.testing.assert_array_equal(buffer.priorities(), ref_priorities(buffer))

@@ -618,10 +618,6 @@ class PathReplayBuffer(BaseBuffer):
         n_rows = index.n_rows
         return np.flatnonzero(index.live[:n_rows] & (index.length[:n_rows] > 0) & index.has_final[:n_rows])
 
-    def _sampleable_ids(self) -> np.ndarray:
-        """:return: the ids of the paths that :meth:`sample` draws from, sorted"""
-        return self._index.ids[self._sampleable_rows()]
-
     def _final_obs(self, path: Path) -> np.ndarray | None:
         return path.final_obs if path.done else self.last_next_obs[path.env_idx]
 
