@@ -12,7 +12,8 @@ Overview
   (``<dir>/<algo>.yml``, then ``<dir>/<zoo file>.yml``; the default file is used when neither exists there).
 * :func:`run_grid` runs every (algo, env, seed) in its own task of a ``ProcessPoolExecutor`` ("spawn" context), writes
   ``out_dir/runs/<run>.csv`` (+ ``.json`` metadata) as soon as a run finishes, a traceback to ``out_dir/runs/<run>.err``
-  when it fails, merges everything into ``out_dir/evaluations.csv`` and calls :func:`write_summary`.
+  when it fails (``runs/<run>.csv.partial`` holds a running run's evaluations so far, and stays if it dies), merges
+  everything into ``out_dir/evaluations.csv`` and calls :func:`write_summary`.
 * :func:`write_summary` writes ``out_dir/results.md`` and one ``out_dir/<env>.png`` per environment.
 
 Hyperparameter loading
@@ -107,6 +108,8 @@ EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return",
 METRICS = ("eval", "train")
 RUNS_DIRNAME = "runs"
 EVALUATIONS_FILENAME = "evaluations.csv"
+#: Suffix of a run's in-progress evaluations (``runs/<run>.csv.partial``; not ``*.csv``, so never taken for a result)
+PROGRESS_SUFFIX = ".csv.partial"
 RUN_METADATA_FILENAME = "run_metadata.json"
 CONFIG_FILENAME = "config.json"
 SUMMARY_FILENAME = "results.md"
@@ -530,6 +533,9 @@ class BudgetEvalCallback(BaseCallback):
         of the model's recent training episodes (``ep_info_buffer``, NaN before the first one ends) instead
     :param stop_threshold: stop training at the first evaluation after step 0 whose mean return reaches this value
         (``None``: always spend the budget)
+    :param progress_path: rewrite this CSV file (atomically) with the records so far after every evaluation, with
+        the columns of ``progress_columns`` first, to follow a long run or see how far a killed one got
+    :param progress_columns: constant columns written first in the progress file (e.g. algo, env, seed)
     """
 
     def __init__(
@@ -542,6 +548,8 @@ class BudgetEvalCallback(BaseCallback):
         deterministic: bool = True,
         metric: str = "eval",
         stop_threshold: float | None = None,
+        progress_path: str | Path | None = None,
+        progress_columns: dict[str, Any] | None = None,
     ):
         super().__init__(verbose=0)
         if eval_freq <= 0 or n_eval_episodes <= 0 or budget <= 0:
@@ -558,6 +566,8 @@ class BudgetEvalCallback(BaseCallback):
         self.eval_at_start = eval_at_start
         self.deterministic = deterministic
         self.records: list[dict[str, float]] = []
+        self.progress_path = Path(progress_path) if progress_path is not None else None
+        self.progress_columns = dict(progress_columns or {})
         self._start = time.perf_counter()
         self._eval_time = 0.0
         self._next_eval = eval_freq
@@ -622,6 +632,9 @@ class BudgetEvalCallback(BaseCallback):
             "curriculum_length": curriculum_length(self.model.get_env()),
         }
         self.records.append(record)
+        if self.progress_path is not None:
+            progress = pd.DataFrame.from_records([{**self.progress_columns, **row} for row in self.records])
+            _atomic_write_csv(progress, self.progress_path)
         return record
 
     def evaluate_final(self) -> None:
@@ -699,6 +712,7 @@ def run_experiment(
     metric: str = "eval",
     stop_at_threshold: bool = False,
     threshold: float | None = None,
+    progress_path: str | Path | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     Train one (algo, env, seed) run for ``steps`` env steps in the current process, evaluating along the way.
@@ -716,6 +730,7 @@ def run_experiment(
     :param metric: What an evaluation measures (see :data:`METRICS`)
     :param stop_at_threshold: End the run at the first evaluation (after step 0) that reaches the threshold
     :param threshold: Reward threshold (default: the env's ``spec.reward_threshold``)
+    :param progress_path: Rewrite this CSV file with the evaluations so far after each evaluation (same columns)
     :return: The evaluations (columns :data:`EVAL_COLUMNS`) and the run metadata
     """
     import torch
@@ -735,6 +750,8 @@ def run_experiment(
         eval_at_start=eval_at_start,
         metric=metric,
         stop_threshold=threshold if stop_at_threshold else None,
+        progress_path=progress_path,
+        progress_columns={"algo": algo, "env": env_id, "seed": seed},
     )
     try:
         experiment.model.learn(total_timesteps=steps, callback=[callback, *experiment.callbacks])
@@ -898,6 +915,7 @@ def _run_task(task: RunTask) -> dict[str, Any]:
             task.metric,
             task.stop_at_threshold,
             task.threshold,
+            progress_path=runs_dir / f"{task.name}{PROGRESS_SUFFIX}",
         )
     except Exception:
         return _record_failure(task, traceback.format_exc())
@@ -905,6 +923,7 @@ def _run_task(task: RunTask) -> dict[str, Any]:
     # The CSV is written last: its presence marks a completed run (--skip-existing)
     _atomic_write_csv(frame, runs_dir / f"{task.name}.csv")
     (runs_dir / f"{task.name}.err").unlink(missing_ok=True)
+    (runs_dir / f"{task.name}{PROGRESS_SUFFIX}").unlink(missing_ok=True)
     return {
         "name": task.name,
         "ok": True,

@@ -50,6 +50,8 @@ def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
         "ppo__CartPole-v1__seed1.csv",
     ]
     assert not list((out / "runs").glob("*.err"))
+    # a finished run deletes its in-progress file
+    assert not list((out / "runs").glob(f"*{harness.PROGRESS_SUFFIX}"))
     frame = pd.read_csv(out / "evaluations.csv")
     assert tuple(frame.columns) == harness.EVAL_COLUMNS
     assert len(frame) == 2 * 2 * 3
@@ -270,9 +272,21 @@ def test_failing_run_is_recorded(tmp_path: Path) -> None:
 
 def test_train_metric_and_stop_at_threshold(tmp_path: Path) -> None:
     (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
+    progress = tmp_path / "run.csv.partial"
     frame, metadata = harness.run_experiment(
-        "ppo", "CartPole-v1", 0, 4096, 64, hyperparams_dir=tmp_path, metric="train", stop_at_threshold=True, threshold=15.0
+        "ppo",
+        "CartPole-v1",
+        0,
+        4096,
+        64,
+        hyperparams_dir=tmp_path,
+        metric="train",
+        stop_at_threshold=True,
+        threshold=15.0,
+        progress_path=progress,
     )
+    # the progress file was rewritten at every evaluation: it ends up holding every record of the run
+    pd.testing.assert_frame_equal(pd.read_csv(progress), frame, check_dtype=False)
     # no training episode has ended at step 0; afterwards the training episodes' mean return is recorded
     assert math.isnan(frame["mean_return"].iloc[0])
     assert np.isfinite(frame["mean_return"].iloc[1:]).all()
