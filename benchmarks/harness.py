@@ -37,7 +37,9 @@ file name) and only its preprocessing and env-creation methods are used:
 ``setup_experiment()`` / ``learn()`` are deliberately *not* used: they always create a log folder with monitor files,
 ``config.yml``/``args.yml``/``command.txt``, an ``EvalCallback`` with its own schedule, ``evaluations.npz`` and best-model
 checkpoints.  With ``no_log=True`` and without those two methods nothing is written to disk.  Two additions of the
-harness: a ``vec_env_class`` key (``"dummy"`` or ``"subproc"``, default ``"dummy"``) selects the VecEnv class, and a
+harness: a ``vec_env_class`` key (``"dummy"``, ``"subproc"`` or ``"algorithmic"``, default ``"dummy"``; ``--vec-env``
+overrides it for every run) selects the VecEnv class (``"algorithmic"``: :class:`sb3_pcl.envs.AlgorithmicVecEnv`, the
+same results as ``"dummy"`` for the algorithmic tasks, faster), and a
 policy name the algorithm does not know (e.g. ``MlpPolicy`` for ``RecurrentPPO`` in ``ppo_lstm.yml``'s ``default``
 entry), or a missing ``policy``, is replaced by the algorithm's alias for the observation space (``Mlp*``, ``Cnn*``,
 ``MultiInput*``).
@@ -108,6 +110,8 @@ EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return",
 METRICS = ("eval", "train")
 RUNS_DIRNAME = "runs"
 EVALUATIONS_FILENAME = "evaluations.csv"
+#: VecEnv classes of the ``vec_env_class`` key and ``--vec-env`` (``"algorithmic"``: :class:`sb3_pcl.envs.AlgorithmicVecEnv`)
+VEC_ENV_TYPES = ("dummy", "subproc", "algorithmic")
 #: Suffix of a run's in-progress evaluations (``runs/<run>.csv.partial``; not ``*.csv``, so never taken for a result)
 PROGRESS_SUFFIX = ".csv.partial"
 RUN_METADATA_FILENAME = "run_metadata.json"
@@ -445,6 +449,7 @@ def make_experiment(
     device: str = "cpu",
     env_packages: Sequence[str] = (),
     verbose: int = 0,
+    vec_env: str | None = None,
 ) -> Experiment:
     """
     Build the model and evaluation env of one run from its rl-zoo3 style hyperparameters, using rl-zoo3's
@@ -457,6 +462,7 @@ def make_experiment(
     :param device: PyTorch device of the model
     :param env_packages: Modules to import first (e.g. to register custom envs)
     :param verbose: Verbosity of the model
+    :param vec_env: VecEnv class (one of :data:`VEC_ENV_TYPES`), replacing the entry's ``vec_env_class``
     :return: The experiment
     """
     for package in env_packages:
@@ -474,8 +480,10 @@ def make_experiment(
 
     values = copy.deepcopy(entry.values)
     vec_env_type = values.pop("vec_env_class", "dummy")
-    if vec_env_type not in ("dummy", "subproc"):
-        raise ValueError(f"vec_env_class must be 'dummy' or 'subproc', got {vec_env_type!r}")
+    if vec_env is not None:
+        vec_env_type = vec_env
+    if vec_env_type not in VEC_ENV_TYPES:
+        raise ValueError(f"vec_env_class must be one of {VEC_ENV_TYPES}, got {vec_env_type!r}")
     # n_timesteps is required by the preprocessing but ignored: the budget comes from the harness
     values.setdefault("n_timesteps", 1)
     unused_log_folder = Path(tempfile.gettempdir()) / "sb3_pcl_benchmarks_never_written"
@@ -488,10 +496,14 @@ def make_experiment(
         eval_freq=-1,
         seed=seed,
         verbose=0,
-        vec_env_type=vec_env_type,
+        vec_env_type="dummy" if vec_env_type == "algorithmic" else vec_env_type,
         device=device,
         config=str(entry.path) if entry.path is not None else None,
     )
+    if vec_env_type == "algorithmic":
+        from sb3_pcl.envs import AlgorithmicVecEnv
+
+        manager.vec_env_class = AlgorithmicVecEnv
     processed = manager._preprocess_hyperparams(values)
     hyperparams, manager.env_wrapper, callbacks = processed[0], processed[1], list(processed[2])
     if len(processed) > 3:
@@ -713,6 +725,7 @@ def run_experiment(
     stop_at_threshold: bool = False,
     threshold: float | None = None,
     progress_path: str | Path | None = None,
+    vec_env: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     Train one (algo, env, seed) run for ``steps`` env steps in the current process, evaluating along the way.
@@ -731,13 +744,14 @@ def run_experiment(
     :param stop_at_threshold: End the run at the first evaluation (after step 0) that reaches the threshold
     :param threshold: Reward threshold (default: the env's ``spec.reward_threshold``)
     :param progress_path: Rewrite this CSV file with the evaluations so far after each evaluation (same columns)
+    :param vec_env: VecEnv class replacing the entry's ``vec_env_class`` (see :func:`make_experiment`)
     :return: The evaluations (columns :data:`EVAL_COLUMNS`) and the run metadata
     """
     import torch
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    experiment = make_experiment(algo, env_id, seed, hyperparams_dir, device, env_packages)
+    experiment = make_experiment(algo, env_id, seed, hyperparams_dir, device, env_packages, vec_env=vec_env)
     if threshold is None:
         threshold = _spec_reward_threshold(env_id)
     if stop_at_threshold and threshold is None:
@@ -759,6 +773,7 @@ def run_experiment(
     finally:
         experiment.eval_env.close()
         train_env = experiment.model.get_env()
+        vec_env_name = type(train_env.unwrapped).__name__ if train_env is not None else None
         if train_env is not None:
             train_env.close()
     frame = pd.DataFrame.from_records(callback.records)
@@ -776,6 +791,7 @@ def run_experiment(
         "metric": metric,
         "algorithm_class": f"{type(experiment.model).__module__}.{type(experiment.model).__qualname__}",
         "n_envs": experiment.n_envs,
+        "vec_env": vec_env_name,
         "hyperparams_source": experiment.hyperparams_source,
         "hyperparams": _jsonable(experiment.hyperparams),
         "reward_threshold": threshold,
@@ -827,6 +843,7 @@ class RunTask:
     :param metric: What an evaluation measures (see :data:`METRICS`)
     :param stop_at_threshold: End the run once an evaluation reaches the threshold
     :param threshold: Reward threshold override (``None``: the env's spec)
+    :param vec_env: VecEnv class replacing the entries' ``vec_env_class`` (``None``: theirs)
     """
 
     algo: str
@@ -843,6 +860,7 @@ class RunTask:
     metric: str = "eval"
     stop_at_threshold: bool = False
     threshold: float | None = None
+    vec_env: str | None = None
 
     @property
     def name(self) -> str:
@@ -916,6 +934,7 @@ def _run_task(task: RunTask) -> dict[str, Any]:
             task.stop_at_threshold,
             task.threshold,
             progress_path=runs_dir / f"{task.name}{PROGRESS_SUFFIX}",
+            vec_env=task.vec_env,
         )
     except Exception:
         return _record_failure(task, traceback.format_exc())
@@ -1205,6 +1224,7 @@ def run_grid(
     write_report: bool = True,
     metric: str = "eval",
     stop_at_threshold: bool = False,
+    vec_env: str | None = None,
 ) -> pd.DataFrame:
     """
     Run every (algo, env, seed) of the grid in worker processes and write the results to ``out_dir``.
@@ -1230,6 +1250,7 @@ def run_grid(
         episodes, with the curriculum length of the algorithmic tasks)
     :param stop_at_threshold: End each run at its first evaluation reaching the threshold (steps to threshold only;
         the final return is then the return at that point)
+    :param vec_env: VecEnv class of every run (one of :data:`VEC_ENV_TYPES`; ``None``: each entry's ``vec_env_class``)
     :return: All evaluations in ``out_dir`` (columns :data:`EVAL_COLUMNS`)
     """
     algos, envs, seeds = list(algos), list(envs), [int(seed) for seed in seeds]
@@ -1242,6 +1263,8 @@ def run_grid(
         raise ValueError("steps, eval_freq and n_eval_episodes must be positive")
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if vec_env is not None and vec_env not in VEC_ENV_TYPES:
+        raise ValueError(f"vec_env must be one of {VEC_ENV_TYPES}, got {vec_env!r}")
     for algo in algos:  # fail fast with a clear error instead of one failing run per task
         get_algorithm_class(algo)
 
@@ -1263,6 +1286,7 @@ def run_grid(
             metric,
             stop_at_threshold,
             (thresholds or {}).get(env),
+            vec_env,
         )
         for env in envs
         for algo in algos
@@ -1287,6 +1311,7 @@ def run_grid(
         "eval_at_start": eval_at_start,
         "metric": metric,
         "stop_at_threshold": stop_at_threshold,
+        "vec_env": vec_env,
         "workers": workers,
         "device": device,
         "hyperparams_dir": None if hyperparams_dir is None else str(hyperparams_dir),

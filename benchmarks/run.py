@@ -23,7 +23,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from benchmarks.harness import ALGORITHMS, run_grid, split_variant, variant_overrides_path, write_summary
+from benchmarks.harness import ALGORITHMS, VEC_ENV_TYPES, run_grid, split_variant, variant_overrides_path, write_summary
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
@@ -83,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="benchmarks/results/latest", help="output folder (default: benchmarks/results/latest)"
     )
     parser.add_argument("--device", default="cpu", help="PyTorch device of the models (default: cpu)")
+    parser.add_argument(
+        "--vec-env",
+        choices=VEC_ENV_TYPES,
+        default=None,
+        help="VecEnv class of every run (default: each entry's vec_env_class, else dummy); algorithmic: "
+        "sb3_pcl.envs.AlgorithmicVecEnv, the same results as dummy on the algorithmic tasks, faster",
+    )
     parser.add_argument(
         "--hyperparams-dir",
         default=None,
@@ -159,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fresh_process_per_run=args.fresh_process_per_run,
         metric=args.metric,
         stop_at_threshold=args.stop_at_threshold,
+        vec_env=args.vec_env,
     )
     expected = {(algo, env, seed) for algo in args.algos for env in args.envs for seed in args.seeds}
     present = set(zip(frame["algo"], frame["env"], frame["seed"].astype(int), strict=True))

@@ -326,6 +326,20 @@ def test_curriculum_length_recorded(tmp_path: Path) -> None:
     assert "mean return of the last 100 training episodes" in summary
 
 
+def test_algorithmic_vec_env_gives_the_same_runs(tmp_path: Path) -> None:
+    (tmp_path / "urex.yml").write_text(UREX_YAML)
+    frames, metadata = {}, {}
+    for vec_env in ("dummy", "algorithmic"):
+        frames[vec_env], metadata[vec_env] = harness.run_experiment(
+            "urex", "sb3_pcl/Copy-v0", 0, 1000, 200, hyperparams_dir=tmp_path, metric="train", vec_env=vec_env
+        )
+    assert metadata["dummy"]["vec_env"] == "DummyVecEnv" and metadata["algorithmic"]["vec_env"] == "AlgorithmicVecEnv"
+    columns = ["timesteps", "mean_return", "std_return", "curriculum_length"]
+    pd.testing.assert_frame_equal(frames["dummy"][columns], frames["algorithmic"][columns])
+    with pytest.raises(ValueError, match="vec_env"):
+        harness.run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], 100, 50, 1, 1, tmp_path / "bad", vec_env="fast")
+
+
 def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) -> None:
     """Two invocations writing to one folder: the one finishing first must not drop the other's entry."""
     config_path = tmp_path / harness.CONFIG_FILENAME
@@ -345,3 +359,17 @@ def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) 
     config_path.write_text(json.dumps({"invocations": []}))
     harness._record_finished_invocation(config_path, dict(first), [])
     assert [entry["command"] for entry in json.loads(config_path.read_text())["invocations"]] == ["run A"]
+
+
+def test_vec_env_speed_script(tmp_path: Path) -> None:
+    from benchmarks import vec_env_speed
+
+    out = tmp_path / "speed"
+    argv = ["--envs", "sb3_pcl/Copy-v0", "--steps", "800", "--warmup", "400", "--repeats", "1", "--out", str(out)]
+    assert vec_env_speed.main(argv) == 0  # 0: both VecEnv classes trained identically
+    frame = pd.read_csv(out / "results.csv")
+    assert sorted(frame["vec_env"]) == ["algorithmic", "dummy"] and (frame["fps"] > 0).all()
+    assert (frame["timed_steps"] >= 800).all()
+    summary = (out / "results.md").read_text()
+    assert "| sb3_pcl/Copy-v0 |" in summary and "| yes |" in summary and "python -m benchmarks.vec_env_speed" in summary
+    assert (out / "speed.png").stat().st_size > 0

@@ -6,7 +6,6 @@ gym <= 0.17.2) and of its use by Reinforce / UREX.
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize, is_vecenv_wrapped
 
@@ -16,14 +15,6 @@ from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.urex import UREX
 
 WRONG = "wrong"
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
 
 
 def copy_vec(n_envs: int = 4, vec_env_cls: type[VecEnv] = DummyVecEnv, **env_kwargs) -> VecEnv:

@@ -26,15 +26,6 @@ from sb3_pcl.common.episodes import (
 )
 from sb3_pcl.common.recurrent import MlpLstmPolicy
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
-
-
 # ----------------------------------------------------------------------------------------------
 # Naive per-episode references
 # ----------------------------------------------------------------------------------------------

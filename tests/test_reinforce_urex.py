@@ -23,14 +23,6 @@ from sb3_pcl.urex import UREX
 ALGOS = [Reinforce, UREX]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n_threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(n_threads)
-
-
 def cartpole(n_envs: int = 4, seed: int = 0):
     return make_vec_env("CartPole-v1", n_envs=n_envs, seed=seed)
 

@@ -34,11 +34,13 @@ from sb3_pcl.envs.expert import (
     load_episodes,
     save_episodes,
 )
+from sb3_pcl.envs.vec_env import AlgorithmicVecEnv, make_algorithmic_vec_env
 from sb3_pcl.envs.wrappers import CombinedActionWrapper
 
 __all__ = [
     "ALGORITHMIC_ENV_IDS",
     "AlgorithmicEnv",
+    "AlgorithmicVecEnv",
     "CombinedActionWrapper",
     "CopyEnv",
     "DuplicatedInputEnv",
@@ -57,6 +59,7 @@ __all__ = [
     "generate_expert_episodes",
     "has_curriculum",
     "load_episodes",
+    "make_algorithmic_vec_env",
     "register_algorithmic_envs",
     "reversed_addition_target",
     "save_episodes",

@@ -44,6 +44,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+#: Booleans, one per env: an array, or a NumPy scalar for a single env (``~`` must be the logical not)
+Bools = np.ndarray | np.bool_
+
 __all__ = [
     "AlgorithmicEnv",
     "CopyEnv",
@@ -157,6 +160,8 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
 
     #: Names of the moves of the read head, indexed by the move component of the action.
     MOVEMENTS: ClassVar[tuple[str, ...]] = ()
+    #: ``(dx, dy)`` displacement of the read head for each move (a tape has ``dy = 0``; ``y`` is the grid row).
+    MOVE_DELTAS: ClassVar[tuple[tuple[int, int], ...]] = ()
     #: Curriculum cap: no promotion once ``min_length`` has reached this value.
     MAX_MIN_LENGTH: ClassVar[int] = 30
     #: Reward of a correct write.
@@ -268,13 +273,54 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
     def _reset_read_head(self) -> None:
         """Put the read head at its start position."""
 
+    @property
     @abc.abstractmethod
+    def input_rows(self) -> int:
+        """Number of rows of the input (1 for a tape)."""
+
+    @abc.abstractmethod
+    def input_grid(self) -> np.ndarray:
+        """:return: The input as a ``(input_width, input_rows)`` array (a tape is a grid of one row)."""
+
+    @property
+    @abc.abstractmethod
+    def read_head_xy(self) -> tuple[int, int]:
+        """The read head as ``(x, y)``: column and row of the input grid (``y = 0`` on a tape); settable."""
+
+    @read_head_xy.setter
+    @abc.abstractmethod
+    def read_head_xy(self, xy: tuple[int, int]) -> None: ...
+
     def _move(self, move: int) -> None:
         """
-        Move the read head.
+        Move the read head by ``MOVE_DELTAS[move]`` (unbounded).
 
         :param move: The move component of the action.
         """
+        x, y = self.read_head_xy
+        dx, dy = self.MOVE_DELTAS[move]
+        self.read_head_xy = (x + dx, y + dy)
+
+    @classmethod
+    def step_outcome(
+        cls, write: Bools, correct: Bools, target_complete: Bools, over_time: Bools
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """
+        Reward and end of a step, elementwise (one entry per env; 0-d arrays for a single env). The rules live
+        here only: :meth:`step` and :class:`~sb3_pcl.envs.vec_env.AlgorithmicVecEnv` both call this.
+
+        :param write: Boolean array: the action writes a symbol.
+        :param correct: Boolean array: the action writes the next symbol of the target.
+        :param target_complete: Boolean array: the next write is the last symbol of the target.
+        :param over_time: Boolean array: ``time > time_limit`` after this step.
+        :return: The rewards (+1 correct write, -0.5 wrong write, 0 no write; -1 once over the time limit,
+            replacing the others) and whether the episode ends (a wrong write, the last symbol written, or
+            over the time limit).
+        """
+        reward = np.where(write, np.where(correct, cls.CORRECT_REWARD, cls.WRONG_REWARD), 0.0)
+        terminated = write & (~correct | target_complete)
+        reward = np.where(over_time, cls.TIME_LIMIT_REWARD, reward)
+        return reward, np.asarray(terminated | over_time)
 
     @abc.abstractmethod
     def _observe(self) -> int:
@@ -418,26 +464,21 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
             raise RuntimeError("Call reset() before step()")
         move, write, symbol = self._validate_action(action)
         self.last_action = (move, write, symbol)
-        terminated = False
-        reward = 0.0
 
         self.time += 1
-        if write == 1:
-            # As in gym, writing past the end of the target (only possible after the episode ended) is wrong.
-            correct = self.write_head_position < len(self.target) and symbol == int(self.target[self.write_head_position])
-            if correct:
-                reward = self.CORRECT_REWARD
-            else:
-                reward = self.WRONG_REWARD
-                terminated = True
+        writing = write == 1
+        position = self.write_head_position
+        # As in gym, writing past the end of the target (only possible after the episode ended) is wrong.
+        correct = writing and position < len(self.target) and symbol == int(self.target[position])
+        complete, over_time = position + 1 >= len(self.target), self.time > self.time_limit
+        step_reward, step_end = self.step_outcome(
+            np.bool_(writing), np.bool_(correct), np.bool_(complete), np.bool_(over_time)
+        )
+        reward, terminated = float(step_reward), bool(step_end)
+        if writing:
             self.written.append(symbol)
             self.write_head_position += 1
-            if self.write_head_position >= len(self.target):
-                terminated = True
         self._move(move)
-        if self.time > self.time_limit:
-            reward = self.TIME_LIMIT_REWARD
-            terminated = True
 
         self.last_reward = reward
         self.episode_total_reward += reward
@@ -494,6 +535,7 @@ class TapeAlgorithmicEnv(AlgorithmicEnv):
     """
 
     MOVEMENTS = ("left", "right")
+    MOVE_DELTAS = ((-1, 0), (1, 0))
     LEFT: ClassVar[int] = 0
     RIGHT: ClassVar[int] = 1
 
@@ -520,8 +562,26 @@ class TapeAlgorithmicEnv(AlgorithmicEnv):
     def _reset_read_head(self) -> None:
         self.read_head_position = 0
 
+    @property
+    def input_rows(self) -> int:
+        """1: a tape is a grid of one row."""
+        return 1
+
+    def input_grid(self) -> np.ndarray:
+        """:return: The tape as a ``(len(tape), 1)`` array."""
+        return np.asarray(self.input_data, dtype=np.int64).reshape(-1, 1)
+
+    @property
+    def read_head_xy(self) -> tuple[int, int]:
+        """``(position on the tape, 0)``; settable."""
+        return self.read_head_position, 0
+
+    @read_head_xy.setter
+    def read_head_xy(self, xy: tuple[int, int]) -> None:
+        self.read_head_position = int(xy[0])
+
     def _move(self, move: int) -> None:
-        self.read_head_position += 1 if move == self.RIGHT else -1
+        self.read_head_position += self.MOVE_DELTAS[move][0]
 
     def _symbol_at(self, position: int) -> int:
         if 0 <= position < len(self.input_data):
@@ -558,6 +618,7 @@ class GridAlgorithmicEnv(AlgorithmicEnv):
     """
 
     MOVEMENTS = ("left", "right", "up", "down")
+    MOVE_DELTAS = ((-1, 0), (1, 0), (0, -1), (0, 1))
     LEFT: ClassVar[int] = 0
     RIGHT: ClassVar[int] = 1
     UP: ClassVar[int] = 2
@@ -610,17 +671,23 @@ class GridAlgorithmicEnv(AlgorithmicEnv):
     def _reset_read_head(self) -> None:
         self.read_head_position = (0, 0)
 
-    def _move(self, move: int) -> None:
-        x, y = self.read_head_position
-        if move == self.LEFT:
-            x -= 1
-        elif move == self.RIGHT:
-            x += 1
-        elif move == self.UP:
-            y -= 1
-        else:
-            y += 1
-        self.read_head_position = (x, y)
+    @property
+    def input_rows(self) -> int:
+        """Number of rows of the grid."""
+        return self.rows
+
+    def input_grid(self) -> np.ndarray:
+        """:return: The ``(columns, rows)`` grid."""
+        return np.asarray(self.input_data, dtype=np.int64).reshape(-1, self.rows)
+
+    @property
+    def read_head_xy(self) -> tuple[int, int]:
+        """``(column, row)``; settable."""
+        return self.read_head_position
+
+    @read_head_xy.setter
+    def read_head_xy(self, xy: tuple[int, int]) -> None:
+        self.read_head_position = (int(xy[0]), int(xy[1]))
 
     def _symbol_at(self, x: int, y: int) -> int:
         if 0 <= x < self.input_width and 0 <= y < self.rows:
