@@ -53,3 +53,20 @@ def test_quick_run_trains_and_prints_the_evaluation(capsys, tmp_path):
 def test_quick_run_rejects_unknown_algorithms():
     with pytest.raises(SystemExit):
         main(["--algo", "dqn"])
+
+
+def test_quick_run_trains_the_algorithmic_tasks_on_algorithmic_vec_env(monkeypatch, capsys):
+    import sb3_pcl.__main__ as cli
+    from sb3_pcl.envs import AlgorithmicVecEnv
+
+    created = []
+
+    class Recording(AlgorithmicVecEnv):
+        def __init__(self, env_fns):
+            super().__init__(env_fns)
+            created.append(self.num_envs)
+
+    monkeypatch.setattr(cli, "AlgorithmicVecEnv", Recording)
+    main(["--algo", "urex", "--env", "sb3_pcl/Copy-v0", "--steps", "800", "--eval-episodes", "2"])
+    assert created == [400]  # the training env (hyperparams/urex.yml); the evaluation env stays a DummyVecEnv
+    assert "Evaluation return over 2 episodes" in capsys.readouterr().out
