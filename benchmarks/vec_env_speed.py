@@ -115,7 +115,7 @@ def write_results(
         f"| Git revision | {machine['git']} |",
         f"| Date (UTC) | started {started}, finished {_now()} |",
         "",
-        "Same training: both classes gave the same steps, episode returns and final parameters (checked per repeat).",
+        "Same training: whether both classes gave the same steps, episode returns and final parameters in every repeat.",
         "The speed is that of the first phase of training (short inputs, curriculum length 2 to 4), where",
         "episodes are shortest and resets most frequent.",
         "",
