@@ -25,15 +25,8 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.harness import _now, machine_info, make_experiment
+from sb3_pcl.envs import ALGORITHMIC_ENV_IDS
 
-ALGORITHMIC_TASKS = (
-    "sb3_pcl/Copy-v0",
-    "sb3_pcl/DuplicatedInput-v0",
-    "sb3_pcl/RepeatCopy-v0",
-    "sb3_pcl/Reverse-v0",
-    "sb3_pcl/ReversedAddition-v0",
-    "sb3_pcl/ReversedAddition3-v0",
-)
 VEC_ENVS = ("dummy", "algorithmic")
 
 
@@ -150,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m benchmarks.vec_env_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--algo", default="urex", choices=("urex", "reinforce"))
-    parser.add_argument("--envs", nargs="+", default=list(ALGORITHMIC_TASKS))
+    parser.add_argument("--envs", nargs="+", default=list(ALGORITHMIC_ENV_IDS))
     parser.add_argument("--steps", type=int, default=200_000, help="timed env steps (default: 200000)")
     parser.add_argument("--warmup", type=int, default=20_000, help="env steps trained before timing (default: 20000)")
     parser.add_argument("--repeats", type=int, default=2, help="measurements per task and class (default: 2)")

@@ -121,24 +121,19 @@ class AlgorithmicVecEnv(VecEnv):
         self._t_start = time.time()
         n = len(self.envs)
         self._index = np.arange(n)
-        self._allocate(width=1, target_length=1)
+        self._allocate()
         super().__init__(n, first.observation_space, first.action_space)
 
     # ------------------------------------------------------------------
     # Episode state in arrays
     # ------------------------------------------------------------------
-    def _allocate(self, width: int, target_length: int) -> None:
-        """
-        (Re)create the episode arrays for inputs of up to ``width`` columns and targets of up to ``target_length``.
-
-        :param width: Input columns to hold
-        :param target_length: Target symbols to hold
-        """
+    def _allocate(self) -> None:
+        """Create the episode arrays; those sized by the inputs and targets start empty and grow in :meth:`_grow`."""
         n = len(self.envs)
-        self.inputs = np.full((n, width, self.rows), self.blank, dtype=np.int64)
+        self.inputs = np.full((n, 0, self.rows), self.blank, dtype=np.int64)
         self.widths = np.zeros(n, dtype=np.int64)
-        self.targets = np.zeros((n, target_length), dtype=np.int64)
-        self.written = np.zeros((n, target_length), dtype=np.int64)
+        self.targets = np.zeros((n, 0), dtype=np.int64)
+        self.written = np.zeros((n, 0), dtype=np.int64)
         self.target_lengths = np.zeros(n, dtype=np.int64)
         self.head_x = np.zeros(n, dtype=np.int64)
         self.head_y = np.zeros(n, dtype=np.int64)
@@ -290,13 +285,12 @@ class AlgorithmicVecEnv(VecEnv):
         self.times += 1
         writing = write == 1
         positions = self.write_positions
-        in_target = positions < self.target_lengths
+        recorded = writing & (positions < self.target_lengths)  # writes past the target are wrong, and not kept
         next_symbol = self.targets[index, np.minimum(positions, self.targets.shape[1] - 1)]
-        correct = writing & in_target & (symbol == next_symbol)
+        correct = recorded & (symbol == next_symbol)
         rewards, terminated = self.task_class.step_outcome(
             writing, correct, positions + 1 >= self.target_lengths, self.times > self.time_limits
         )
-        recorded = writing & in_target
         self.written[index[recorded], positions[recorded]] = symbol[recorded]
         self.write_positions = positions + writing
         self.head_x += self._move_deltas[move, 0]
@@ -338,13 +332,6 @@ class AlgorithmicVecEnv(VecEnv):
         for env in self.envs:
             env.close()
 
-    def _targets(self, indices: VecEnvIndices) -> list[int]:
-        """
-        :param indices: ``None`` (all), an index or a sequence of indices
-        :return: The env indices
-        """
-        return list(self._get_indices(indices))
-
     def _call(self, indices: VecEnvIndices, call: Callable[[gym.Env], Any], changes_state: bool) -> list[Any]:
         """
         Run ``call`` on the envs with their objects up to date (and reload the arrays if it may have changed them).
@@ -355,7 +342,7 @@ class AlgorithmicVecEnv(VecEnv):
         :return: The results
         """
         results = []
-        for index in self._targets(indices):
+        for index in self._get_indices(indices):
             if self._started:
                 self._push(index)
             results.append(call(self.envs[index]))
@@ -399,7 +386,7 @@ class AlgorithmicVecEnv(VecEnv):
         :param indices: The envs
         :return: Whether each env was created with that wrapper (``Monitor``: its episode info is reproduced)
         """
-        return [env_util.is_wrapped(self.envs[index], wrapper_class) for index in self._targets(indices)]
+        return [env_util.is_wrapped(self.envs[index], wrapper_class) for index in self._get_indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """:return: ``None`` per env: the algorithmic tasks render text (``render_mode="ansi"``), not images."""
