@@ -177,6 +177,35 @@ def test_interrupted_and_auto_reset_episodes():
     assert len(first_only.reward_shortfalls) == 4
 
 
+def test_first_episode_only_records_the_batch_in_env_order():
+    # env 0 fails at its first write (its episode ends first), env 1 plays its expert episode: in the order of
+    # ending the failure would come first; gym appended shortfalls at the resets, in env order
+    curriculum = SharedCurriculum(copy_vec(2, last=100), first_episode_only=True)
+    driver = ExpertDriver(curriculum)
+    driver.fail_next(0)
+    ended: list[float] = []
+    ended += driver.step()
+    assert len(ended) == 1 and ended[0] <= -1.5 and curriculum.reward_shortfalls == []  # held until env 1 ends
+    while len(ended) < 3:  # env 0's auto-reset episode ends too; it is not counted
+        ended += driver.step()
+    assert curriculum.reward_shortfalls == [ended[0], 0.0]
+
+
+def test_first_episode_only_cut_batch_recorded_at_reset_and_promotes_before_it():
+    # with last=1, one perfect episode promotes; env 1's episode is still running when the VecEnv is reset
+    venv = copy_vec(2, last=1)
+    curriculum = SharedCurriculum(venv, first_episode_only=True)
+    driver = ExpertDriver(curriculum)
+    driver.queues[1] = driver.queues[1] + [np.array([0, 0, 0])] * 5  # env 1 idles on the way (no write)
+    shortfalls: list[float] = []
+    while not shortfalls:
+        shortfalls += driver.step()
+    assert curriculum.min_length == 2  # env 1 is still counting: nothing recorded yet
+    curriculum.reset()  # interrupts env 1 (records nothing) and records env 0's episode first
+    assert curriculum.min_length == 3 and min_lengths(venv) == [3, 3]
+    assert curriculum.reward_shortfalls == []
+
+
 @pytest.mark.parametrize("order", ["normalize_on_top", "normalize_below"])
 def test_with_vec_normalize_on_top_or_below(order):
     venv = copy_vec(2, last=2)

@@ -361,6 +361,21 @@ def test_rollout_logs_count_only_the_batch_episodes():
     assert len(model.ep_info_buffer) == sum(int(batch.ended.sum()) for batch in callback.batches)
 
 
+def test_episode_statistics_in_env_order_not_end_order():
+    # the episodes of a batch end at different steps; the statistics list them by env, so that the most
+    # recent ones are not just the longest
+    env = copy_vec()
+    model = Reinforce("MlpLstmPolicy", env, num_samples=2, seed=0, policy_kwargs={"lstm_hidden_size": 8})
+    callback = Recorder()
+    model.learn(1, callback=callback)
+    batch = callback.batches[-1]
+    lengths = batch.mask.sum(axis=0)
+    assert len(set(lengths[batch.ended].tolist())) > 1  # the episodes end at different steps
+    returns = (batch.rewards * batch.mask).sum(axis=0)
+    np.testing.assert_allclose([info["r"] for info in model.ep_info_buffer], returns[batch.ended], atol=1e-5)
+    assert [info["l"] for info in model.ep_info_buffer] == lengths[batch.ended].astype(int).tolist()
+
+
 @pytest.mark.parametrize(("algo", "name"), [(Reinforce, "Reinforce"), (UREX, "UREX")])
 def test_tensorboard_run_name(algo, name, tmp_path):
     model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, tensorboard_log=str(tmp_path), seed=0)

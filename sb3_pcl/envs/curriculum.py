@@ -55,7 +55,12 @@ class SharedCurriculum(VecEnvWrapper):
     :param first_episode_only: Count only the first episode each env ends after each ``reset()`` of the
         VecEnv. The episode-batch collectors of Reinforce and UREX reset all envs before each batch and
         discard the episodes SB3's automatic resets start afterwards; the original code did not play them
-        at all. ``False`` (default): every episode counts, as with a usual SB3 training loop.
+        at all. The batch's shortfalls are then recorded in env order (not in the order the episodes end),
+        once every env has ended its episode or at the next ``reset()``: gym appended a shortfall when an env
+        was reset, and the original code reset its envs one after the other. In the order of ending, failed
+        episodes, which end early, would come first and the last ``last`` episodes of each batch would be the
+        longest, mostly successful ones: promotion would be too easy. ``False`` (default): every episode counts,
+        in the order the episodes end, as with a usual SB3 training loop.
     :param last: Number of recent shortfalls considered for promotion (default: the envs' ``last``).
     :param min_reward_threshold: A promotion needs the worst recent shortfall to be at least this value
         (default: the envs' setting).
@@ -87,6 +92,8 @@ class SharedCurriculum(VecEnvWrapper):
         self.first_episode_only = bool(first_episode_only)
         self.reward_shortfalls: list[float] = []
         self._counting = np.ones(self.num_envs, dtype=bool)
+        # first_episode_only: the shortfalls of the current batch, per env (NaN: none yet), recorded in env order
+        self._pending = np.full(self.num_envs, np.nan)
         self._min_length = 0
         self.set_min_length(min(int(s["min_length"]) for s in settings) if min_length is None else min_length)
 
@@ -119,6 +126,7 @@ class SharedCurriculum(VecEnvWrapper):
             raise ValueError(f"min_length must be an integer >= 1, got {min_length!r}")
         self._min_length = int(min_length)
         self.reward_shortfalls = []
+        self._pending[:] = np.nan
         self.venv.env_method("set_min_length", self._min_length, external=True)
 
     def record_shortfall(self, shortfall: float) -> bool:
@@ -140,8 +148,22 @@ class SharedCurriculum(VecEnvWrapper):
             return True
         return False
 
+    def _flush_pending(self) -> bool:
+        """
+        Record the pending shortfalls of ``first_episode_only`` in env order.
+
+        :return: Whether the curriculum was promoted.
+        """
+        promoted = False
+        for shortfall in self._pending[~np.isnan(self._pending)]:
+            promoted |= self.record_shortfall(float(shortfall))
+        self._pending[:] = np.nan
+        return promoted
+
     def reset(self) -> VecEnvObs:
         """:return: The first observations (``first_episode_only``: every env's next episode end counts again)."""
+        if self._flush_pending():
+            self.venv.env_method("set_min_length", self._min_length, external=True)
         obs = self.venv.reset()
         self._counting[:] = True
         return obs
@@ -153,9 +175,14 @@ class SharedCurriculum(VecEnvWrapper):
         for index in np.flatnonzero(dones):
             shortfall = infos[index].get("shortfall")
             if self._counting[index] and shortfall is not None:
-                promoted |= self.record_shortfall(shortfall)
+                if self.first_episode_only:
+                    self._pending[index] = float(shortfall)
+                else:
+                    promoted |= self.record_shortfall(shortfall)
             if self.first_episode_only:
                 self._counting[index] = False
+        if self.first_episode_only and not self._counting.any():
+            promoted |= self._flush_pending()
         if promoted:
             self.venv.env_method("set_min_length", self._min_length, external=True)
         return obs, rewards, dones, infos

@@ -231,6 +231,7 @@ class Reinforce(OnPolicyAlgorithm):
         """
         check_num_samples(self.num_samples, env.num_envs)
         callback.on_rollout_start()
+        episode_infos: dict[int, dict[str, Any]] = {}
 
         def on_step(step: StepRecord) -> bool:
             self.num_timesteps += env.num_envs
@@ -247,8 +248,8 @@ class Reinforce(OnPolicyAlgorithm):
             if not callback.on_step():
                 return False
             # Only the episodes of the batch count; those the envs start after their first ``done`` are cut short.
-            finished = np.flatnonzero(step.valid & step.dones)
-            self._update_info_buffer([step.infos[i] for i in finished], np.ones(len(finished), dtype=bool))
+            for index in np.flatnonzero(step.valid & step.dones):
+                episode_infos[int(index)] = step.infos[index]
             return True
 
         batch = collect_episode_batch(
@@ -256,6 +257,11 @@ class Reinforce(OnPolicyAlgorithm):
         )
         if batch is None:
             return False
+        # The batch's episodes enter the episode statistics in env order, not in the order they ended: failed
+        # episodes often end early, so the last ``stats_window_size`` to end would be the longest, mostly successful
+        # ones, and the mean of the most recent episodes (gym's "solved" measure) would be biased upwards.
+        finished = [episode_infos[index] for index in sorted(episode_infos)]
+        self._update_info_buffer(finished, np.ones(len(finished), dtype=bool))
         self._batch = batch
         curriculum = unwrap_vec_wrapper(env, SharedCurriculum)
         if isinstance(curriculum, SharedCurriculum):
