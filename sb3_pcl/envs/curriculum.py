@@ -127,6 +127,10 @@ class SharedCurriculum(VecEnvWrapper):
         self._min_length = int(min_length)
         self.reward_shortfalls = []
         self._pending[:] = np.nan
+        self._send_min_length()
+
+    def _send_min_length(self) -> None:
+        """Send the shared length to every env (each uses it from its next reset)."""
         self.venv.env_method("set_min_length", self._min_length, external=True)
 
     def record_shortfall(self, shortfall: float) -> bool:
@@ -163,7 +167,7 @@ class SharedCurriculum(VecEnvWrapper):
     def reset(self) -> VecEnvObs:
         """:return: The first observations (``first_episode_only``: every env's next episode end counts again)."""
         if self._flush_pending():
-            self.venv.env_method("set_min_length", self._min_length, external=True)
+            self._send_min_length()
         obs = self.venv.reset()
         self._counting[:] = True
         return obs
@@ -184,5 +188,5 @@ class SharedCurriculum(VecEnvWrapper):
         if self.first_episode_only and not self._counting.any():
             promoted |= self._flush_pending()
         if promoted:
-            self.venv.env_method("set_min_length", self._min_length, external=True)
+            self._send_min_length()
         return obs, rewards, dones, infos
