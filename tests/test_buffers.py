@@ -224,6 +224,38 @@ def test_long_paths_count_as_several_segments():
     assert buffer.sample(8).observations.shape[1] == 8  # more segments than paths: drawn with replacement
 
 
+def test_distinct_paths_draws_without_replacement():
+    buffer = make_buffer(100, alpha=3.0, distinct_paths=True)
+    for v in range(5):
+        step(buffer, [float(v)])
+        step(buffer, [float(v)], dones=[True])
+    np.random.seed(0)
+    for _ in range(50):
+        ids = buffer.sample(3).path_ids
+        assert len(set(ids.tolist())) == 3
+    assert sorted(buffer.sample(8).path_ids.tolist()) == sorted(buffer.paths)  # fewer paths than the batch: each once
+    # the recency priority still decides which paths: with alpha 3 per step the newest paths dominate
+    counts = dict.fromkeys(buffer.paths, 0)
+    for _ in range(2000):
+        for pid in buffer.sample(2).path_ids.tolist():
+            counts[pid] += 1
+    order = sorted(buffer.paths)
+    assert counts[order[-1]] > 1900 and counts[order[-2]] > 1800 and counts[order[0]] < 5
+    with_replacement = make_buffer(100, alpha=3.0)
+    for v in range(5):
+        step(with_replacement, [float(v)], dones=[True])
+    assert len(set(with_replacement.sample(50).path_ids.tolist())) < 50
+    # paths whose probability underflows to 0 are never drawn, even without replacement
+    old = make_buffer(100, alpha=1000.0, distinct_paths=True)
+    for v in range(4):
+        step(old, [float(v)], dones=[True])
+    assert old.sample(4).path_ids.tolist() == [max(old.paths)]
+    restored = pickle.loads(pickle.dumps(buffer))
+    del restored.__dict__["distinct_paths"]
+    restored.__setstate__(restored.__dict__.copy())
+    assert restored.distinct_paths is False
+
+
 def test_recent_segments_cover_exactly_the_last_steps():
     buffer = make_buffer(100, n_envs=2)
     for v in range(1, 6):

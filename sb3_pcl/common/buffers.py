@@ -235,6 +235,9 @@ class PathReplayBuffer(BaseBuffer):
     :param replay_from_start: batches also carry each segment's path from its first stored step
         (:attr:`PathBatch.history`), so that a recurrent policy can rebuild its state at the segment
         exactly by replaying the path from the start of the episode
+    :param distinct_paths: draw a batch's paths without replacement, as the original code's replay did: a batch
+        then holds ``min(batch_size, paths with a non-zero probability)`` different paths. With whole paths and a
+        sharp recency priority this makes a batch the most recent episodes instead of a few of them drawn many times
     """
 
     def __init__(
@@ -251,6 +254,7 @@ class PathReplayBuffer(BaseBuffer):
         max_segment_length: int | None = None,
         handle_timeout_termination: bool = True,
         replay_from_start: bool = False,
+        distinct_paths: bool = False,
     ):
         super().__init__(buffer_size, observation_space, action_space, device=device, n_envs=n_envs)
         if optimize_memory_usage:
@@ -271,6 +275,7 @@ class PathReplayBuffer(BaseBuffer):
         self.max_segment_length = max_segment_length
         self.handle_timeout_termination = handle_timeout_termination
         self.replay_from_start = replay_from_start
+        self.distinct_paths = distinct_paths
 
         # Storage, allocated on first use.
         self.observations: np.ndarray | None = None
@@ -290,11 +295,13 @@ class PathReplayBuffer(BaseBuffer):
         """
         Restore a pickled buffer (:meth:`~stable_baselines3.common.base_class.BaseAlgorithm.load_replay_buffer`).
 
-        A buffer pickled before the :class:`PathIndex` existed gets it rebuilt from its paths.
+        A buffer pickled before the :class:`PathIndex` existed gets it rebuilt from its paths; one pickled before
+        ``distinct_paths`` existed samples with replacement, as it did.
 
         :param state: the pickled attributes
         """
         self.__dict__.update(state)
+        self.__dict__.setdefault("distinct_paths", False)
         if not isinstance(state.get("_index"), PathIndex):
             self._rebuild_index()
 
@@ -626,6 +633,7 @@ class PathReplayBuffer(BaseBuffer):
     ) -> PathBatch:
         """
         Sample ``batch_size`` path segments: paths drawn with replacement (:meth:`sampling_distribution`), then a window.
+        With ``distinct_paths`` the paths are drawn without replacement, so the batch may hold fewer segments.
 
         :param batch_size: number of segments
         :param env: VecNormalize wrapper whose statistics normalise observations and rewards
@@ -638,7 +646,11 @@ class PathReplayBuffer(BaseBuffer):
         ids = self._index.ids[rows]
         max_len = max_segment_length if max_segment_length is not None else self.max_segment_length
         probs = self._distribution_of_rows(rows, max_len)
-        chosen = np.random.choice(len(ids), size=batch_size, replace=True, p=probs)
+        if self.distinct_paths:
+            size = min(batch_size, int(np.count_nonzero(probs)))
+            chosen = np.random.choice(len(ids), size=size, replace=False, p=probs)
+        else:
+            chosen = np.random.choice(len(ids), size=batch_size, replace=True, p=probs)
         segments = [self._draw_window(self.paths[int(path_id)], max_len) for path_id in ids[chosen]]
         return self._gather(segments, env)
 
