@@ -650,3 +650,27 @@ def test_online_batch_covers_every_step_since_the_last_iteration():
     model.replay_buffer.recent_segments = recording
     model.learn(200)
     assert covered == [(100, 100), (100, 100)]
+
+
+def test_distinct_paths_reaches_the_buffer_and_batches_hold_different_paths(monkeypatch):
+    """``replay_buffer_kwargs={"distinct_paths": True}``: every replay batch holds each path at most once."""
+    model = PCL(
+        "MlpPolicy",
+        "CartPole-v1",
+        seed=0,
+        replay_buffer_kwargs={"distinct_paths": True},
+        **{**FAST, "batch_size": 8, "max_segment_length": None},
+    )
+    batches = []
+    original_sample = model.replay_buffer.sample
+
+    def recording_sample(*args, **kwargs):
+        batch = original_sample(*args, **kwargs)
+        batches.append(batch.path_ids.tolist())
+        return batch
+
+    monkeypatch.setattr(model.replay_buffer, "sample", recording_sample)
+    model.learn(600)
+    assert model.replay_buffer.distinct_paths and batches
+    assert all(len(ids) == len(set(ids)) for ids in batches)
+    assert max(len(ids) for ids in batches) == 8  # enough paths stored later on: full batches
