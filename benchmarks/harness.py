@@ -94,6 +94,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize, unwrap_vec_wrapper
 
+from sb3_pcl.common.schedules import parse_schedule
+
 logger = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -479,6 +481,11 @@ def make_experiment(
     rl_zoo3.ALGOS.setdefault(spec.hyperparams_file, algo_class)
 
     values = copy.deepcopy(entry.values)
+    # rl-zoo3 reads only "lin_<start>" learning rates; our other schedule strings (lin_<start>_<end>, exp_<start>_<end>)
+    # are kept out of its preprocessing and passed to the model as schedules
+    learning_rate_schedule = None
+    if isinstance(values.get("learning_rate"), str) and values["learning_rate"].count("_") != 1:
+        learning_rate_schedule = parse_schedule("learning_rate", values.pop("learning_rate"))
     vec_env_type = values.pop("vec_env_class", "dummy")
     if vec_env is not None:
         vec_env_type = vec_env
@@ -506,6 +513,8 @@ def make_experiment(
         manager.vec_env_class = AlgorithmicVecEnv
     processed = manager._preprocess_hyperparams(values)
     hyperparams, manager.env_wrapper, callbacks = processed[0], processed[1], list(processed[2])
+    if learning_rate_schedule is not None:
+        hyperparams["learning_rate"] = learning_rate_schedule
     if len(processed) > 3:
         manager.vec_env_wrapper = processed[3]
     # ExperimentManager keeps the eval env kwargs of its constructor; use the entry's env_kwargs for both envs

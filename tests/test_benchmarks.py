@@ -4,6 +4,7 @@ import json
 import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -247,6 +248,16 @@ def test_variants(tmp_path: Path) -> None:
         experiment.model.get_env().close()
         experiment.eval_env.close()
     assert harness.run_name("ppo+small", "CartPole-v1", 1) == "ppo-small__CartPole-v1__seed1"
+    # learning rates in our schedule strings that rl-zoo3 cannot read (it knows only lin_<start>) reach the model
+    for rate, halfway in (("exp_0.01_0.0001", 0.001), ("lin_0.01_0.002", 0.006)):
+        (tmp_path / "ppo+rate.yml").write_text(f"default:\n  learning_rate: {rate}\n")
+        experiment = harness.make_experiment("ppo+rate", "CartPole-v1", seed=0, hyperparams_dir=tmp_path)
+        try:
+            assert experiment.model.lr_schedule(1.0) == pytest.approx(0.01)
+            assert experiment.model.lr_schedule(0.5) == pytest.approx(halfway)
+        finally:
+            experiment.model.get_env().close()
+            experiment.eval_env.close()
 
     with pytest.raises(ValueError, match="Unknown algorithm 'nope' in 'nope\\+small'"):
         harness.load_hyperparams("nope+small", "CartPole-v1", tmp_path)
@@ -374,3 +385,40 @@ def test_vec_env_speed_script(tmp_path: Path) -> None:
     summary = (out / "results.md").read_text()
     assert "| sb3_pcl/Copy-v0 |" in summary and "| yes |" in summary and "python -m benchmarks.vec_env_speed" in summary
     assert (out / "speed.png").stat().st_size > 0
+
+
+class _ScriptedRepeatCopyPolicy:
+    """RepeatCopy by rule: write the symbol read, turn on blanks; ``memory=True`` writes the third copy from memory."""
+
+    BLANK = 5
+
+    def __init__(self, memory: bool) -> None:
+        self.memory = memory
+
+    def predict(self, obs: np.ndarray, state: Any, episode_start: np.ndarray, deterministic: bool) -> tuple[np.ndarray, Any]:
+        symbol = int(obs[0])
+        if episode_start[0]:
+            state = {"direction": 1, "blanks": 0, "seen": [], "recalled": 0}
+        if symbol == self.BLANK:
+            state["blanks"] += 1
+            if state["blanks"] > 2 or (self.memory and state["blanks"] == 2):
+                action = (0, 1, state["seen"][state["recalled"]])  # keep going left, write from memory
+                state["recalled"] += 1
+            else:
+                state["direction"] = 1 - state["direction"]
+                action = (state["direction"], 0, 0)
+        else:
+            if state["blanks"] == 0:
+                state["seen"].append(symbol)
+            action = (state["direction"], 1, symbol)
+        return np.array([action]), state
+
+
+@pytest.mark.parametrize("memory", [False, True])
+def test_repeatcopy_strategy(memory: bool) -> None:
+    from benchmarks.repeatcopy_strategy import play
+
+    result = play(_ScriptedRepeatCopyPolicy(memory), length=6, episodes=5)
+    assert result["perfect"] == 1.0 and result["failures"] == {}
+    assert result["third_copy_writes"] >= 5 * 6  # inputs of 6 to 8 symbols
+    assert result["third_copy_reading"] == (0.0 if memory else 1.0)
