@@ -16,6 +16,9 @@ and where failed episodes failed (which copy, wrong symbol or time limit).
 
     python -m benchmarks.repeatcopy_strategy --model path/to/urex_model.zip --lengths 5 10 15 20 \\
         --episodes 200 --out benchmarks/results/some_folder/strategy.json
+    # train first (the harness's hyperparameters and seeding, algorithmic VecEnv), save to --model, then play
+    python -m benchmarks.repeatcopy_strategy --train urex+tau03 --seed 1 --steps 12000000 \\
+        --model /tmp/urex_tau03_seed1.zip --lengths 5 10 --episodes 200
 """
 
 from __future__ import annotations
@@ -93,13 +96,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--algo", default="urex", choices=sorted(sb3_pcl.ALGOS), help="its algorithm")
     parser.add_argument("--lengths", type=int, nargs="+", required=True, help="curriculum lengths to play")
     parser.add_argument("--episodes", type=int, default=200, help="episodes per length")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (and of the training with --train)")
     parser.add_argument("--out", type=Path, help="JSON file for the results (printed in any case)")
+    parser.add_argument("--train", metavar="ALGO", help="train first (harness name, e.g. urex+tau03), save to --model")
+    parser.add_argument("--steps", type=float, default=1e7, help="training budget with --train")
     args = parser.parse_args(argv)
+    trained = None
+    if args.train is not None:
+        from benchmarks.harness import make_experiment
+
+        env_id = "sb3_pcl/RepeatCopy-v0"
+        experiment = make_experiment(args.train, env_id, args.seed, env_packages=["sb3_pcl"], vec_env="algorithmic")
+        experiment.model.learn(int(args.steps))
+        trained = {"algo": args.train, "seed": args.seed, "steps": experiment.model.num_timesteps}
+        trained["curriculum_length"] = int(experiment.model.get_env().get_attr("min_length")[0])
+        experiment.model.save(args.model)
+        experiment.model.get_env().close()
+        experiment.eval_env.close()
+        args.algo = args.train.split("+")[0]
     model = sb3_pcl.ALGOS[args.algo].load(args.model, device="cpu")
     results = {
         "model": str(args.model),
         "algo": args.algo,
+        "trained": trained,
         "seed": args.seed,
         "lengths": [play(model, length, args.episodes, args.seed) for length in args.lengths],
     }
