@@ -484,7 +484,7 @@ def make_experiment(
     # rl-zoo3 reads only "lin_<start>" learning rates; our other schedule strings (lin_<start>_<end>, exp_<start>_<end>)
     # are kept out of its preprocessing and passed to the model as schedules
     learning_rate_schedule = None
-    if isinstance(values.get("learning_rate"), str) and values["learning_rate"].count("_") != 1:
+    if isinstance(values.get("learning_rate"), str) and not re.fullmatch(r"lin_[^_]+", values["learning_rate"]):
         learning_rate_schedule = parse_schedule("learning_rate", values.pop("learning_rate"))
     vec_env_type = values.pop("vec_env_class", "dummy")
     if vec_env is not None:

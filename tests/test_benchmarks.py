@@ -258,6 +258,9 @@ def test_variants(tmp_path: Path) -> None:
         finally:
             experiment.model.get_env().close()
             experiment.eval_env.close()
+    (tmp_path / "ppo+rate.yml").write_text("default:\n  learning_rate: exp_0.01\n")
+    with pytest.raises(ValueError, match=r"cannot read the schedule 'exp_0\.01'"):
+        harness.make_experiment("ppo+rate", "CartPole-v1", seed=0, hyperparams_dir=tmp_path)
 
     with pytest.raises(ValueError, match="Unknown algorithm 'nope' in 'nope\\+small'"):
         harness.load_hyperparams("nope+small", "CartPole-v1", tmp_path)
