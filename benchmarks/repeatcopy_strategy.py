@@ -102,19 +102,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--steps", type=float, default=1e7, help="training budget with --train")
     args = parser.parse_args(argv)
     trained = None
+    algo_class = sb3_pcl.ALGOS[args.algo]
     if args.train is not None:
-        from benchmarks.harness import make_experiment
+        from benchmarks.harness import make_experiment, split_variant
 
         env_id = "sb3_pcl/RepeatCopy-v0"
         experiment = make_experiment(args.train, env_id, args.seed, env_packages=["sb3_pcl"], vec_env="algorithmic")
         experiment.model.learn(int(args.steps))
+        train_env = experiment.model.get_env()
+        assert train_env is not None
         trained = {"algo": args.train, "seed": args.seed, "steps": experiment.model.num_timesteps}
-        trained["curriculum_length"] = int(experiment.model.get_env().get_attr("min_length")[0])
+        trained["curriculum_length"] = int(train_env.get_attr("min_length")[0])
         experiment.model.save(args.model)
-        experiment.model.get_env().close()
+        train_env.close()
         experiment.eval_env.close()
-        args.algo = args.train.split("+")[0]
-    model = sb3_pcl.ALGOS[args.algo].load(args.model, device="cpu")
+        algo_class = type(experiment.model)
+        args.algo = split_variant(args.train)[0]
+    model = algo_class.load(args.model, device="cpu")
     results = {
         "model": str(args.model),
         "algo": args.algo,
