@@ -259,3 +259,22 @@ def test_shared_curriculum_option_set_env_and_user_wrapper(tmp_path):
     model.save(tmp_path / "model")
     loaded = UREX.load(tmp_path / "model", env=copy_vec(2))
     assert isinstance(loaded.env, SharedCurriculum) and loaded.shared_curriculum
+
+
+def test_pcl_shared_curriculum_counts_every_episode(tmp_path):
+    from sb3_pcl.pcl import PCL
+
+    kwargs = {"learning_starts": 0, "batch_size": 4, "policy_kwargs": {"net_arch": [8]}}
+    # Every ended episode promotes (last=1, any shortfall passes): the shared length rises with the episode count.
+    env = copy_vec(4, last=1, min_reward_threshold=-100.0)
+    model = PCL("MlpPolicy", env, shared_curriculum=True, **kwargs)
+    assert isinstance(model.env, SharedCurriculum) and not model.env.first_episode_only
+    model.learn(60)
+    assert model.env.min_length > 5
+    assert min_lengths(env) == [model.env.min_length] * 4
+    model.save(tmp_path / "model")
+    loaded = PCL.load(tmp_path / "model", env=copy_vec(2))
+    assert isinstance(loaded.env, SharedCurriculum) and loaded.shared_curriculum
+    # The default keeps per-env curricula; non-curriculum envs are never wrapped.
+    assert not isinstance(PCL("MlpPolicy", copy_vec(2), **kwargs).env, SharedCurriculum)
+    assert not isinstance(PCL("MlpPolicy", "CartPole-v1", shared_curriculum=True, **kwargs).env, SharedCurriculum)

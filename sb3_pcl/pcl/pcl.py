@@ -19,6 +19,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule, LinearSchedule, explained_variance, polyak_update
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, PathBatch, PathReplayBuffer
 from sb3_pcl.common.consistency import (
@@ -33,6 +34,7 @@ from sb3_pcl.common.demonstrations import check_episodes, load_episodes
 from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.trust_region import ridge_regression, squared_consistency_objective, trust_region_step
 from sb3_pcl.common.validation import fail_hyperparameter
+from sb3_pcl.envs.curriculum import share_curriculum
 from sb3_pcl.envs.expert import SEED_EXPERT_MIN_LENGTHS, expert_episodes_for_vec_env, expert_task
 from sb3_pcl.pcl.policies import CnnPolicy, MlpLstmPolicy, MlpPolicy, UnifiedLstmPolicy, UnifiedPolicy, UnifiedValue
 
@@ -131,6 +133,10 @@ class PCL(OffPolicyAlgorithm):
         As in the original code their inputs have 2 to 10 symbols, whatever the training env's curriculum length
     :param demonstrations: an episodes ``.npz`` file (:func:`~sb3_pcl.common.demonstrations.save_episodes`) whose
         episodes are seeded into the replay at the start of the first ``learn`` (see :meth:`add_demonstrations`)
+    :param shared_curriculum: when the envs have a curriculum (the algorithmic tasks of :mod:`sb3_pcl.envs`), wrap
+        the env in :class:`~sb3_pcl.envs.curriculum.SharedCurriculum` (unless it already is): all envs then share one
+        curriculum, as in gym <= 0.17.2, which the original code trained with. ``False``: each env promotes itself after
+        its own ``last`` perfect episodes, and the envs' lengths drift apart
     :param replay_buffer_class: replay buffer class (a ``PathReplayBuffer`` subclass)
     :param replay_buffer_kwargs: extra keyword arguments of the replay buffer
     :param stats_window_size: window size for the rollout logging
@@ -195,6 +201,7 @@ class PCL(OffPolicyAlgorithm):
         use_target_values: bool = False,
         expert_paths: int = 0,
         demonstrations: str | None = None,
+        shared_curriculum: bool = False,
         replay_buffer_class: type[PathReplayBuffer] | None = None,
         replay_buffer_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
@@ -258,6 +265,7 @@ class PCL(OffPolicyAlgorithm):
         self.use_target_values = use_target_values
         self.expert_paths = expert_paths
         self.demonstrations = demonstrations
+        self.shared_curriculum = shared_curriculum
         #: whether the current replay holds the ``expert_paths`` / ``demonstrations`` episodes (never saved)
         self._replay_seeded = False
         self._steps_since_train = 0
@@ -358,10 +366,25 @@ class PCL(OffPolicyAlgorithm):
                     "consistency does not depend on the policy); use trust_region_loss='surrogate'"
                 )
 
+    def _share_curriculum(self, env: VecEnv) -> VecEnv:
+        """
+        :param env: the training env
+        :return: the env in a :class:`~sb3_pcl.envs.curriculum.SharedCurriculum` when ``shared_curriculum`` and its envs
+            have a curriculum
+        """
+        return share_curriculum(env) if self.shared_curriculum else env
+
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        super().set_env(env, force_reset)
+        assert self.env is not None
+        self.env = self._share_curriculum(self.env)
+
     def _setup_model(self) -> None:
         if isinstance(self.observation_space, spaces.Dict):
             raise ValueError("PCL does not support Dict observation spaces (flatten them with a wrapper first)")
         self._check_recurrent_setup()
+        if self.env is not None:
+            self.env = self._share_curriculum(self.env)
         if self.replay_buffer_class is None:
             self.replay_buffer_class = PathReplayBuffer  # type: ignore[assignment]
         elif not issubclass(self.replay_buffer_class, PathReplayBuffer):  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import FloatSchedule
-from stable_baselines3.common.vec_env import VecEnv, is_vecenv_wrapped, unwrap_vec_wrapper
+from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
 
 from sb3_pcl.common.episodes import (
     MAX_SEED,
@@ -28,7 +28,7 @@ from sb3_pcl.common.episodes import (
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.validation import fail_hyperparameter
-from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
+from sb3_pcl.envs.curriculum import SharedCurriculum, share_curriculum
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
@@ -182,9 +182,7 @@ class Reinforce(OnPolicyAlgorithm):
         :param env: the training env
         :return: the env in a :class:`SharedCurriculum` when ``shared_curriculum`` and its envs have a curriculum
         """
-        if self.shared_curriculum and not is_vecenv_wrapped(env, SharedCurriculum) and has_curriculum(env):
-            return SharedCurriculum(env, first_episode_only=True)
-        return env
+        return share_curriculum(env, first_episode_only=True) if self.shared_curriculum else env
 
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         super().set_env(env, force_reset)
