@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +90,50 @@ def play(model: Any, length: int, episodes: int, seed: int = 0) -> dict[str, Any
     }
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def train_and_save(algo: str, env_id: str, seed: int, steps: float, model_path: Path) -> tuple[dict[str, Any], type]:
+    """
+    Train a harness algorithm (hyperparameters and seeding of :func:`benchmarks.harness.make_experiment`, algorithmic
+    VecEnv) on an algorithmic task and save the model.
+
+    :param algo: Harness name, e.g. ``urex+tau03``
+    :param env_id: The task
+    :param seed: Training seed
+    :param steps: Training budget in env steps
+    :param model_path: Where to save the model
+    :return: What was trained (``algo``, ``seed``, ``steps``, final ``curriculum_length``) and the model's class
+    """
+    from benchmarks.harness import curriculum_length, make_experiment
+
+    experiment = make_experiment(algo, env_id, seed, env_packages=["sb3_pcl"], vec_env="algorithmic")
+    experiment.model.learn(int(steps))
+    train_env = experiment.model.get_env()
+    assert train_env is not None
+    trained = {"algo": algo, "seed": seed, "steps": experiment.model.num_timesteps}
+    trained["curriculum_length"] = curriculum_length(train_env)
+    experiment.model.save(model_path)
+    train_env.close()
+    experiment.eval_env.close()
+    return trained, type(experiment.model)
+
+
+def strategy_cli(
+    argv: Sequence[str] | None,
+    description: str,
+    env_id: str,
+    play_fn: Callable[[Any, int, int, int], dict[str, Any]],
+    format_row: Callable[[dict[str, Any]], str],
+) -> None:
+    """
+    The command line shared by the strategy scripts: optionally train and save a model, play it at the given lengths
+    with ``play_fn(model, length, episodes, seed)``, print one line per length and optionally write JSON.
+
+    :param argv: Command-line arguments (``None``: ``sys.argv``)
+    :param description: The script's description
+    :param env_id: The task the model is trained on with ``--train``
+    :param play_fn: Plays sampled episodes at one length and returns a JSON-able row (with ``length``)
+    :param format_row: The printed line of a row
+    """
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", required=True, help="saved model (.zip) of a sb3_pcl algorithm")
     parser.add_argument("--algo", default="urex", choices=sorted(sb3_pcl.ALGOS), help="its algorithm")
     parser.add_argument("--lengths", type=int, nargs="+", required=True, help="curriculum lengths to play")
@@ -104,19 +146,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     trained = None
     algo_class = sb3_pcl.ALGOS[args.algo]
     if args.train is not None:
-        from benchmarks.harness import make_experiment, split_variant
+        from benchmarks.harness import split_variant
 
-        env_id = "sb3_pcl/RepeatCopy-v0"
-        experiment = make_experiment(args.train, env_id, args.seed, env_packages=["sb3_pcl"], vec_env="algorithmic")
-        experiment.model.learn(int(args.steps))
-        train_env = experiment.model.get_env()
-        assert train_env is not None
-        trained = {"algo": args.train, "seed": args.seed, "steps": experiment.model.num_timesteps}
-        trained["curriculum_length"] = int(train_env.get_attr("min_length")[0])
-        experiment.model.save(args.model)
-        train_env.close()
-        experiment.eval_env.close()
-        algo_class = type(experiment.model)
+        trained, algo_class = train_and_save(args.train, env_id, args.seed, args.steps, args.model)
         args.algo = split_variant(args.train)[0]
     model = algo_class.load(args.model, device="cpu")
     results = {
@@ -124,16 +156,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         "algo": args.algo,
         "trained": trained,
         "seed": args.seed,
-        "lengths": [play(model, length, args.episodes, args.seed) for length in args.lengths],
+        "lengths": [play_fn(model, length, args.episodes, args.seed) for length in args.lengths],
     }
     for row in results["lengths"]:
-        print(
-            f"length {row['length']:>2}: perfect {row['perfect']:.2f}, third copy read from the tape "
-            f"{row['third_copy_reading']:.2f}, failures {row['failures']}"
-        )
+        print(format_row(row))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    strategy_cli(
+        argv,
+        __doc__.split("\n\n")[0],
+        "sb3_pcl/RepeatCopy-v0",
+        play,
+        lambda row: (
+            f"length {row['length']:>2}: perfect {row['perfect']:.2f}, third copy read from the tape "
+            f"{row['third_copy_reading']:.2f}, failures {row['failures']}"
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -425,3 +425,41 @@ def test_repeatcopy_strategy(memory: bool) -> None:
     assert result["perfect"] == 1.0 and result["failures"] == {}
     assert result["third_copy_writes"] >= 5 * 6  # inputs of 6 to 8 symbols
     assert result["third_copy_reading"] == (0.0 if memory else 1.0)
+
+
+class _ScriptedReversePolicy:
+    """Reverse by rule: read to the blank, turn and write what is read; ``early=True`` first writes the symbol read."""
+
+    BLANK = 2
+
+    def __init__(self, early: bool) -> None:
+        self.early = early
+
+    def predict(self, obs: np.ndarray, state: Any, episode_start: np.ndarray, deterministic: bool) -> tuple[np.ndarray, Any]:
+        symbol = int(obs[0])
+        if episode_start[0]:
+            state = {"turned": False, "first": True}
+        if self.early and state["first"]:
+            state["first"] = False
+            return np.array([(1, 1, symbol)]), state
+        state["first"] = False
+        if symbol == self.BLANK:
+            state["turned"] = True
+            return np.array([(0, 0, 0)]), state
+        return np.array([(0, 1, symbol) if state["turned"] else (1, 0, 0)]), state
+
+
+@pytest.mark.parametrize("early", [False, True])
+def test_reverse_strategy(early: bool) -> None:
+    from benchmarks.reverse_strategy import play
+
+    result = play(_ScriptedReversePolicy(early), length=6, episodes=40)
+    if not early:
+        assert result["perfect"] == 1.0 and result["failures"] == {} and result["early_writes"] == 0
+    else:
+        # The guess is right when the first symbol equals the last one (half the time); the rest then fails after
+        # the turn, since the target's first symbol has been used up.
+        assert result["early_writes"] == 40 and 0.2 < result["early_writes_right"] < 0.8
+        failures = result["failures"]
+        assert failures["before turn/wrong symbol"] == round(40 * (1 - result["early_writes_right"]))
+        assert result["perfect"] < 0.2 and sum(failures.values()) + round(40 * result["perfect"]) == 40
