@@ -263,6 +263,7 @@ def test_shared_curriculum_option_set_env_and_user_wrapper(tmp_path):
 
 def test_pcl_shared_curriculum_counts_every_episode(tmp_path):
     from sb3_pcl.pcl import PCL
+    from sb3_pcl.trust_pcl import TrustPCL
 
     kwargs = {"learning_starts": 0, "batch_size": 4, "policy_kwargs": {"net_arch": [8]}}
     # Every ended episode promotes (last=1, any shortfall passes): the shared length rises with the episode count.
@@ -278,3 +279,5 @@ def test_pcl_shared_curriculum_counts_every_episode(tmp_path):
     # The default keeps per-env curricula; non-curriculum envs are never wrapped.
     assert not isinstance(PCL("MlpPolicy", copy_vec(2), **kwargs).env, SharedCurriculum)
     assert not isinstance(PCL("MlpPolicy", "CartPole-v1", shared_curriculum=True, **kwargs).env, SharedCurriculum)
+    # TrustPCL takes the option from PCL.
+    assert isinstance(TrustPCL("MlpPolicy", copy_vec(2), shared_curriculum=True, **kwargs).env, SharedCurriculum)

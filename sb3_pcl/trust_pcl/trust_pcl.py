@@ -83,6 +83,7 @@ class TrustPCL(PCL):
         (algorithmic tasks only; see :class:`~sb3_pcl.PCL`)
     :param demonstrations: an episodes ``.npz`` file seeded into the replay at the first ``learn`` (see
         :meth:`~sb3_pcl.PCL.add_demonstrations`)
+    :param shared_curriculum: one curriculum for all envs of the algorithmic tasks (see :class:`~sb3_pcl.PCL`)
     :param replay_buffer_class: replay buffer class (a ``PathReplayBuffer`` subclass)
     :param replay_buffer_kwargs: extra keyword arguments of the replay buffer
     :param stats_window_size: window size for the rollout logging (and the episodes available to ``lambda_window``)
@@ -129,6 +130,7 @@ class TrustPCL(PCL):
         start_windows: bool = True,
         expert_paths: int = 0,
         demonstrations: str | None = None,
+        shared_curriculum: bool = False,
         replay_buffer_class: type[PathReplayBuffer] | None = None,
         replay_buffer_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
@@ -176,6 +178,7 @@ class TrustPCL(PCL):
             use_target_values=use_target_values,
             expert_paths=expert_paths,
             demonstrations=demonstrations,
+            shared_curriculum=shared_curriculum,
             replay_buffer_class=replay_buffer_class,
             replay_buffer_kwargs=replay_buffer_kwargs,
             stats_window_size=stats_window_size,
