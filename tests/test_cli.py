@@ -32,6 +32,27 @@ def test_load_hyperparams_parses_zoo_entries(tmp_path):
     assert missing.kwargs == {"policy": "MlpPolicy"} and missing.normalize is None and missing.n_envs == 1
 
 
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("dict(norm_obs=True, norm_reward=False)", {"norm_obs": True, "norm_reward": False}),
+        ("{'norm_obs': False}", {"norm_obs": False}),
+        (True, {}),
+        (False, None),
+    ],
+)
+def test_normalize_is_read_as_rl_zoo3_reads_it(tmp_path, value, expected):
+    (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"Pendulum-v1": {"normalize": value}}))
+    assert load_hyperparams("pcl", "Pendulum-v1", tmp_path).normalize == expected
+
+
+@pytest.mark.parametrize("value", ["[1, 2]", "__import__('os')", "dict(norm_obs="])
+def test_normalize_rejects_what_is_not_a_flag_or_a_dict(tmp_path, value):
+    (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"Pendulum-v1": {"normalize": value}}))
+    with pytest.raises(ValueError, match="normalize"):
+        load_hyperparams("pcl", "Pendulum-v1", tmp_path)
+
+
 def test_shipped_files_have_entries_the_algorithms_accept():
     for algo, algo_class in sb3_pcl.ALGOS.items():
         path = hyperparams_dir() / f"{algo}.yml"

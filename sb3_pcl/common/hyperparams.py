@@ -62,8 +62,18 @@ class Hyperparams(NamedTuple):
 
 
 def _parse_normalize(value: Any) -> dict[str, Any] | None:
+    """``normalize`` as rl-zoo3 reads it: a bool, a mapping, or a string of one (``"dict(norm_obs=True)"`` too)."""
     if isinstance(value, str):
-        value = ast.literal_eval(value)
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            # rl-zoo3 evaluates the string; allow its usual "dict(...)" spelling and nothing else
+            try:
+                value = eval(value, {"__builtins__": {}, "dict": dict, "True": True, "False": False})
+            except Exception as error:
+                raise ValueError(f"normalize: cannot read {value!r} ({error})") from error
+        if not isinstance(value, (bool, dict)):
+            raise ValueError(f"normalize must be a bool or a dict of VecNormalize arguments, got {value!r}")
     if isinstance(value, dict):
         return dict(value)
     return {} if value else None
