@@ -230,17 +230,18 @@ def test_unknown_algorithm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert harness.get_algorithm_class("ppo").__name__ == "PPO"
 
 
-def test_committed_trust_pcl_variant_runs_still_resolve_to_their_recorded_hyperparameters() -> None:
+def test_committed_variant_runs_still_resolve_to_their_recorded_hyperparameters() -> None:
     """
-    Every Trust-PCL variant run in benchmarks/results was made with the settings its variant file resolves to now.
+    Every variant run (``<algo>+<variant>``) in benchmarks/results was made with the settings its variant file resolves
+    to now.
 
-    The tuned entries of hyperparams/trust_pcl.yml change over time; a variant file must pin the keys they change so
-    that its documented command still reproduces its results folder (rl-zoo3's n_timesteps is not used by the harness).
+    The tuned entries of hyperparams/<algo>.yml change over time; a variant file must pin the keys they change so that
+    its documented command still reproduces its results folder (rl-zoo3's n_timesteps is not used by the harness).
     """
-    checked = 0
+    checked: dict[str, int] = {}
     for metadata_path in sorted((harness.REPO_ROOT / "benchmarks" / "results").glob("*/run_metadata.json")):
         for name, run in json.loads(metadata_path.read_text()).items():
-            if not run["algo"].startswith("trust_pcl+"):
+            if "+" not in run["algo"]:
                 continue
             now = harness.load_hyperparams(run["algo"], run["env"], harness.VARIANTS_HYPERPARAMS_DIR).values
             recorded = run["hyperparams"]
@@ -250,8 +251,9 @@ def test_committed_trust_pcl_variant_runs_still_resolve_to_their_recorded_hyperp
                 if key != "n_timesteps" and recorded.get(key) != now.get(key) and (recorded.get(key) or now.get(key))
             }
             assert not differ, f"{metadata_path.parent.name}/{name}: recorded vs now {differ}"
-            checked += 1
-    assert checked >= 50
+            base = harness.split_variant(run["algo"])[0]
+            checked[base] = checked.get(base, 0) + 1
+    assert checked.get("trust_pcl", 0) >= 50 and checked.get("pcl", 0) >= 50, checked
 
 
 def test_variants(tmp_path: Path) -> None:
