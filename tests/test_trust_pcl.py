@@ -1,5 +1,7 @@
 """Tests of Trust-PCL: the lambda search, the relative-entropy consistency on TrustPCL's code path, targets, time limits."""
 
+import copy
+import inspect
 import math
 from collections import deque
 
@@ -11,6 +13,7 @@ import yaml
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 from pcl_testing import FAST
+from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -18,6 +21,7 @@ from test_consistency import ref_consistency
 
 from sb3_pcl.common.hyperparams import hyperparams_dir, load_hyperparams
 from sb3_pcl.common.trust_region import MIN_EPISODES, find_relative_entropy_coef, tilted_kl, tilted_log_probs
+from sb3_pcl.pcl import PCL
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.zoo.samplers import CONVERTERS, SAMPLERS
 
@@ -422,6 +426,57 @@ def test_discrete_and_box_actions_train(env_id):
         assert th.isfinite(param).all()
     action, _ = model.predict(model.observation_space.sample(), deterministic=False)
     assert model.action_space.contains(np.asarray(action, dtype=model.action_space.dtype))
+
+
+def test_trust_pcl_accepts_every_pcl_hyperparameter():
+    pcl_params = set(inspect.signature(PCL.__init__).parameters)
+    missing = pcl_params - set(inspect.signature(TrustPCL.__init__).parameters)
+    assert not missing, f"TrustPCL does not forward {sorted(missing)}"
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"], ids=["Discrete", "Box"])
+def test_trust_region_policy_step_with_the_relative_entropy_term(env_id):
+    """PCL's natural-gradient policy step on Trust-PCL's consistency: bounded in KL, and it lowers that consistency."""
+    target_kl = 0.005
+    model = TrustPCL(
+        "MlpPolicy",
+        env_id,
+        seed=0,
+        policy_optimizer="trust_region",
+        target_kl=target_kl,
+        cg_damping=0.05,
+        value_optimizer="grad",
+        max_divergence=None,
+        relative_entropy_coef=2.0,
+        **FAST,
+    )
+    model.learn(300)
+    assert model._n_updates > 0 and model.policy_optimizer_name == "trust_region"
+    # the policy moved away from its lagged target, so the relative-entropy term takes part in the step
+    online, target = model.policy.state_dict(), model.policy_target.state_dict()
+    assert any(not th.equal(online[name], target[name]) for name in online)
+    accepted = 0
+    for _ in range(5):
+        batch = model.replay_buffer.sample(8)
+        obs = batch.observations.reshape(-1, *batch.observations.shape[2:])[batch.mask.reshape(-1).bool()]
+        with th.no_grad():
+            old = copy.copy(model.policy.get_distribution(obs))
+        values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
+        consistency = model._consistency(batch, values, log_prob, final_values, 0.0)
+        before = float((0.5 * consistency.residual.detach() ** 2 * consistency.mask).sum(0).mean())
+        stats = model._policy_step_trust_region(batch, 0.0, consistency)
+        with th.no_grad():
+            kl = kl_divergence(old, model.policy.get_distribution(obs))
+            kl = float((kl.sum(dim=-1) if kl.dim() > 1 else kl).mean())
+            after_c = model._consistency(batch, *model._evaluate(model.policy, batch)[:3], 0.0)
+        after = float((0.5 * after_c.residual**2 * after_c.mask).sum(0).mean())
+        assert kl <= target_kl * (1 + 1e-5), (kl, stats)
+        if stats["line_search_success"]:
+            accepted += 1
+            assert after < before
+        else:
+            assert after == before
+    assert accepted >= 2
 
 
 def test_save_load_keeps_lambda(tmp_path):

@@ -70,6 +70,17 @@ class TrustPCL(PCL):
     :param value_learning_rate: learning rate of the separate value optimiser
     :param value_gradient_steps: Adam steps of the separate value optimiser per batch
     :param value_mix: weight of the consistency target in the separate value regression
+    :param value_reg_coef: ridge coefficient ``rho > 0`` of the ``"best_fit"`` value regression
+    :param policy_optimizer: ``"adam"`` (gradient steps at ``learning_rate``) or ``"trust_region"``, one
+        natural-gradient step of the policy per batch, of size ``target_kl`` (see :class:`~sb3_pcl.PCL`;
+        it needs a separate ``value_optimizer``). The step is a second trust region, around the policy
+        before the step; the relative-entropy term ties the policy to the lagged target as before
+    :param trust_region_loss: ``"consistency"`` or ``"surrogate"``, the loss of the trust-region step (see PCL)
+    :param target_kl: the largest mean ``KL(pi_old || pi_new)`` of a trust-region step
+    :param cg_max_steps: conjugate-gradient iterations of the trust-region step
+    :param cg_damping: damping added to the Fisher matrix of the trust-region step
+    :param line_search_max_iter: trials of the trust-region step's backtracking line search
+    :param line_search_shrinking_factor: factor in ``(0, 1)`` shrinking the step between line-search trials
     :param replay_alpha: sharpness of the prioritised path sampling (0: uniform)
     :param replay_priority: ``"step"`` (recency) or ``"return"`` (path return)
     :param replay_eviction: ``"fifo"``, ``"rand"`` or ``"rank"``
@@ -119,6 +130,14 @@ class TrustPCL(PCL):
         value_learning_rate: float = 1e-3,
         value_gradient_steps: int = 5,
         value_mix: float = 1.0,
+        value_reg_coef: float = 1e-5,
+        policy_optimizer: str = "adam",
+        trust_region_loss: str = "consistency",
+        target_kl: float = 0.01,
+        cg_max_steps: int = 10,
+        cg_damping: float = 0.1,
+        line_search_max_iter: int = 10,
+        line_search_shrinking_factor: float = 0.5,
         replay_alpha: float = 0.0,
         replay_priority: str = "step",
         replay_eviction: str = "fifo",
@@ -170,6 +189,14 @@ class TrustPCL(PCL):
             value_learning_rate=value_learning_rate,
             value_gradient_steps=value_gradient_steps,
             value_mix=value_mix,
+            value_reg_coef=value_reg_coef,
+            policy_optimizer=policy_optimizer,
+            trust_region_loss=trust_region_loss,
+            target_kl=target_kl,
+            cg_max_steps=cg_max_steps,
+            cg_damping=cg_damping,
+            line_search_max_iter=line_search_max_iter,
+            line_search_shrinking_factor=line_search_shrinking_factor,
             replay_alpha=replay_alpha,
             replay_priority=replay_priority,
             replay_eviction=replay_eviction,
