@@ -621,8 +621,10 @@ class PCL(OffPolicyAlgorithm):
             ``trust_region_improvement`` (decrease of the loss)
         """
         valid = batch.mask.reshape(-1).bool()
+        # The divergence needs only the action distribution at the valid steps (not the values, nor the padding).
+        valid_obs = batch.observations.reshape(-1, *batch.observations.shape[2:])[valid]
         with th.no_grad():  # pi_old, a constant; copied because the policy reuses its distribution object
-            old_distribution = copy.copy(self._evaluate(self.policy, batch)[3])
+            old_distribution = copy.copy(self.policy.get_distribution(valid_obs))
         old_residual = consistency.residual.detach()
 
         def loss_fn() -> th.Tensor:
@@ -633,10 +635,10 @@ class PCL(OffPolicyAlgorithm):
             return pcl_policy_loss(current._replace(residual=old_residual), self.clip_adv)
 
         def kl_fn() -> th.Tensor:
-            kl = kl_divergence(old_distribution, self._evaluate(self.policy, batch)[3])
+            kl = kl_divergence(old_distribution, self.policy.get_distribution(valid_obs))
             if kl.dim() > 1:
                 kl = kl.sum(dim=-1)
-            return kl[valid].mean()
+            return kl.mean()
 
         result = trust_region_step(
             loss_fn,
