@@ -1,12 +1,13 @@
 """PCL with a trust-region policy step and the separate value optimisers ("grad", "best_fit", "lbfgs")."""
 
 import copy
+import math
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from stable_baselines3.common.distributions import kl_divergence
+from stable_baselines3.common.distributions import CategoricalDistribution, DiagGaussianDistribution, kl_divergence
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 
@@ -18,6 +19,7 @@ from sb3_pcl.common.trust_region import (
     natural_gradient_step,
     ridge_regression,
     squared_consistency_objective,
+    state_kl,
     trust_region_step,
 )
 
@@ -240,6 +242,33 @@ def test_zero_gradient_takes_no_step():
     stats = trust_region_step(lambda: 0.0 * (params[0].sum() + params[1].sum()), kl_fn, params, max_kl=0.01)
     assert not stats.accepted and stats.n_trials == 0 and stats.grad_norm == 0.0
     assert th.equal(flat_params(params), start)
+
+
+def test_state_kl_matches_naive_reference():
+    """Diagonal Gaussian: sum over action dimensions of the closed-form 1-d KL; categorical: sum_a p log(p / q)."""
+    rng = np.random.default_rng(0)
+    mu_p, mu_q = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    log_std_p, log_std_q = rng.normal(scale=0.3, size=3), rng.normal(scale=0.3, size=3)
+    p, q = DiagGaussianDistribution(3), DiagGaussianDistribution(3)
+    p.proba_distribution(th.as_tensor(mu_p), th.as_tensor(log_std_p))
+    q.proba_distribution(th.as_tensor(mu_q), th.as_tensor(log_std_q))
+    expected = []
+    for i in range(5):
+        total = 0.0
+        for j in range(3):
+            sp, sq = math.exp(log_std_p[j]), math.exp(log_std_q[j])
+            total += math.log(sq / sp) + (sp**2 + (mu_p[i, j] - mu_q[i, j]) ** 2) / (2 * sq**2) - 0.5
+        expected.append(total)
+    np.testing.assert_allclose(state_kl(p, q).numpy(), expected, rtol=1e-10)
+
+    logits_p, logits_q = rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
+    c_p, c_q = CategoricalDistribution(5), CategoricalDistribution(5)
+    c_p.proba_distribution(th.as_tensor(logits_p))
+    c_q.proba_distribution(th.as_tensor(logits_q))
+    probs_p = np.exp(logits_p) / np.exp(logits_p).sum(axis=1, keepdims=True)
+    probs_q = np.exp(logits_q) / np.exp(logits_q).sum(axis=1, keepdims=True)
+    expected = [sum(probs_p[i, a] * math.log(probs_p[i, a] / probs_q[i, a]) for a in range(5)) for i in range(4)]
+    np.testing.assert_allclose(state_kl(c_p, c_q).numpy(), expected, rtol=1e-10)
 
 
 def test_ridge_regression_matches_numpy():

@@ -34,6 +34,7 @@ objective ``L`` over the policy parameters ``theta`` and ``F`` the Hessian of th
 quantity                              definition                                          function
 ====================================  ==================================================  ===================================
 squared-consistency objective         ``mean_b sum_t h(C(t))``, ``h = C^2 / 2`` (Huber)   :func:`squared_consistency_objective`
+per-state divergence                  ``KL(p || q)`` of the joint action distribution     :func:`state_kl`
 Fisher-vector product                 ``v -> (F + damping I) v`` (double backward)        :func:`fisher_vector_product_fn`
 natural-gradient step                 ``s = -beta x``, ``F x = g`` (conjugate gradient),  :func:`natural_gradient_step`
                                       ``beta = sqrt(2 delta / x^T F x)``
@@ -51,6 +52,7 @@ from typing import NamedTuple
 import numpy as np
 import torch as th
 from sb3_contrib.common.utils import conjugate_gradient_solver, flat_grad
+from stable_baselines3.common.distributions import Distribution, kl_divergence
 
 from sb3_pcl.common.consistency import Consistency
 
@@ -170,6 +172,21 @@ def find_relative_entropy_coef(
 # ----------------------------------------------------------------------------------------------
 # The trust-region (natural-gradient) policy step
 # ----------------------------------------------------------------------------------------------
+
+
+def state_kl(p: Distribution, q: Distribution) -> th.Tensor:
+    """
+    ``KL(p || q)`` per state, one value per row of the distributions' batch.
+
+    SB3's ``kl_divergence`` returns one column per action dimension for the factorised
+    distributions (diagonal Gaussian); those are summed, the KL of the joint action distribution.
+
+    :param p: the first distribution (e.g. the old or the target policy)
+    :param q: the second distribution, of the same type and batch size
+    :return: ``(batch,)``
+    """
+    kl = kl_divergence(p, q)
+    return kl.sum(dim=-1) if kl.dim() > 1 else kl
 
 
 def squared_consistency_objective(consistency: Consistency, clip_adv: float | None = None) -> th.Tensor:

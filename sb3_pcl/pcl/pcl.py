@@ -13,7 +13,6 @@ import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl
@@ -32,7 +31,7 @@ from sb3_pcl.common.consistency import (
 )
 from sb3_pcl.common.demonstrations import check_episodes, load_episodes
 from sb3_pcl.common.schedules import parse_schedule
-from sb3_pcl.common.trust_region import ridge_regression, squared_consistency_objective, trust_region_step
+from sb3_pcl.common.trust_region import ridge_regression, squared_consistency_objective, state_kl, trust_region_step
 from sb3_pcl.common.validation import fail_hyperparameter
 from sb3_pcl.envs.curriculum import share_curriculum
 from sb3_pcl.envs.expert import SEED_EXPERT_MIN_LENGTHS, expert_episodes_for_vec_env, expert_task
@@ -620,9 +619,8 @@ class PCL(OffPolicyAlgorithm):
             ``step_size`` (fraction of the full step taken), ``step_norm``, ``line_search_trials`` and
             ``trust_region_improvement`` (decrease of the loss)
         """
-        valid = batch.mask.reshape(-1).bool()
         # The divergence needs only the action distribution at the valid steps (not the values, nor the padding).
-        valid_obs = batch.observations.reshape(-1, *batch.observations.shape[2:])[valid]
+        valid_obs = self._valid_observations(batch)
         with th.no_grad():  # pi_old, a constant; copied because the policy reuses its distribution object
             old_distribution = copy.copy(self.policy.get_distribution(valid_obs))
         old_residual = consistency.residual.detach()
@@ -635,10 +633,7 @@ class PCL(OffPolicyAlgorithm):
             return pcl_policy_loss(current._replace(residual=old_residual), self.clip_adv)
 
         def kl_fn() -> th.Tensor:
-            kl = kl_divergence(old_distribution, self.policy.get_distribution(valid_obs))
-            if kl.dim() > 1:
-                kl = kl.sum(dim=-1)
-            return kl.mean()
+            return state_kl(old_distribution, self.policy.get_distribution(valid_obs)).mean()
 
         result = trust_region_step(
             loss_fn,
@@ -823,15 +818,18 @@ class PCL(OffPolicyAlgorithm):
         """:return: whether acting or learning depends on the target network (then ``train/kl_to_target`` is logged)"""
         return self.relative_entropy_coef > 0 or self.sample_from == "target" or self.use_target_values
 
+    @staticmethod
+    def _valid_observations(batch: PathBatch) -> th.Tensor:
+        """:return: the observations of the batch's valid (unpadded) steps, flattened to ``(n_valid, *obs_shape)``"""
+        return batch.observations.reshape(-1, *batch.observations.shape[2:])[batch.mask.reshape(-1).bool()]
+
     def _kl_to_target(self, batch: PathBatch) -> float:
         """Mean ``KL(pi_target || pi)`` over the valid states of a batch."""
         if isinstance(self.policy, MlpLstmPolicy):
             return self._kl_to_target_recurrent(batch)
-        obs = batch.observations.reshape(-1, *batch.observations.shape[2:])[batch.mask.reshape(-1).bool()]
+        obs = self._valid_observations(batch)
         with th.no_grad():
-            kl = kl_divergence(self.policy_target.get_distribution(obs), self.policy.get_distribution(obs))
-        if kl.dim() > 1:
-            kl = kl.sum(dim=-1)
+            kl = state_kl(self.policy_target.get_distribution(obs), self.policy.get_distribution(obs))
         return kl.mean().item()
 
     def _setup_learn(
@@ -1134,7 +1132,5 @@ class PCL(OffPolicyAlgorithm):
         with th.no_grad():
             target_distribution = self._evaluate(self.policy_target, batch)[3]
             distribution = self._evaluate(self.policy, batch)[3]
-            kl = kl_divergence(target_distribution, distribution)
-        if kl.dim() > 1:
-            kl = kl.sum(dim=-1)
+            kl = state_kl(target_distribution, distribution)
         return kl[batch.mask.reshape(-1).bool()].mean().item()
