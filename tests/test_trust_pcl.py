@@ -530,6 +530,10 @@ def test_shipped_hyperparameters_and_sampler_build_the_algorithm():
             assert TrustPCL(env=env_id, **kwargs).max_divergence is not None
     hopper = load_hyperparams("trust_pcl", "Hopper-v5").kwargs
     assert (hopper["batch_size"], hopper["max_segment_length"], hopper["train_freq"]) == (25, 100, 100)
+    # HalfCheetah's entry takes three policy settings of rl-zoo3's PPO entry (ReLU, SB3's init, log std -1) from a string
+    cheetah = TrustPCL(env="HalfCheetah-v5", **{**load_hyperparams("trust_pcl", "HalfCheetah-v5").kwargs, "buffer_size": 1000})
+    assert cheetah.policy.activation_fn is th.nn.ReLU and not cheetah.policy.ortho_init
+    assert th.allclose(cheetah.policy.log_std, th.full((6,), -1.0))
 
     import optuna
 
