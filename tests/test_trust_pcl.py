@@ -534,6 +534,9 @@ def test_shipped_hyperparameters_and_sampler_build_the_algorithm():
     cheetah = TrustPCL(env="HalfCheetah-v5", **{**load_hyperparams("trust_pcl", "HalfCheetah-v5").kwargs, "buffer_size": 1000})
     assert cheetah.policy.activation_fn is th.nn.ReLU and not cheetah.policy.ortho_init
     assert th.allclose(cheetah.policy.log_std, th.full((6,), -1.0))
+    # ... with gamma 0.99 and the policy's learning rate annealed from 2e-3 to 0 (the value fit keeps 2e-3)
+    assert cheetah.gamma == 0.99 and cheetah.value_learning_rate == 2e-3
+    assert [cheetah.lr_schedule(p) for p in (1.0, 0.5, 0.0)] == pytest.approx([2e-3, 1e-3, 0.0])
 
     import optuna
 
