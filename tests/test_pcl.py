@@ -674,3 +674,119 @@ def test_distinct_paths_reaches_the_buffer_and_batches_hold_different_paths(monk
     assert model.replay_buffer.distinct_paths and batches
     assert all(len(ids) == len(set(ids)) for ids in batches)
     assert max(len(ids) for ids in batches) == 8  # enough paths stored later on: full batches
+
+
+# ----------------------------------------------------------------------------------------------
+# 15. generalised state-dependent exploration (gSDE)
+# ----------------------------------------------------------------------------------------------
+
+
+def _count_noise_resets(monkeypatch, model: PCL) -> dict[str, list[int]]:
+    calls: dict[str, list[int]] = {"policy": [], "policy_target": []}
+    for name in calls:
+        policy = getattr(model, name)
+        original = policy.reset_noise
+
+        def counting(n_envs: int = 1, _name: str = name, _original=original) -> None:
+            calls[_name].append(n_envs)
+            _original(n_envs)
+
+        monkeypatch.setattr(policy, "reset_noise", counting)
+    return calls
+
+
+@pytest.mark.parametrize("sde_sample_freq, per_collection", [(-1, 1), (4, 5)])
+def test_gsde_noise_is_redrawn_for_both_policies(monkeypatch, sde_sample_freq, per_collection):
+    """One draw per collection of ``train_freq`` steps, plus one every ``sde_sample_freq`` steps, one matrix per env."""
+    env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    model = PCL("MlpPolicy", env, seed=0, use_sde=True, sde_sample_freq=sde_sample_freq, **FAST)
+    calls = _count_noise_resets(monkeypatch, model)
+    model.learn(160)  # 80 vectorised steps: 5 collections of 16
+    assert calls["policy"] == calls["policy_target"] == [2] * (5 * per_collection)
+    assert model.policy.action_dist.exploration_matrices.shape == (2, 64, 1)
+
+
+def test_gsde_actions_change_only_when_the_noise_is_redrawn():
+    """The noise of a gSDE action is ``latent(s) @ M``: with ``M`` fixed, the same state gets the same action."""
+    model = PCL("MlpPolicy", "Pendulum-v1", seed=0, use_sde=True, **{**FAST, "learning_starts": 0})
+    model.policy.reset_noise(1)
+    model._last_obs = np.array([[1.0, 0.0, 0.5]], dtype=np.float32)
+    first = model._sample_action(0, n_envs=1)[1]
+    np.testing.assert_array_equal(model._sample_action(0, n_envs=1)[1], first)
+    model.actor.reset_noise(1)
+    assert not np.array_equal(model._sample_action(0, n_envs=1)[1], first)
+    assert model.actor.get_std().shape == (64, 1)
+
+
+def test_gsde_squashed_actions_are_stored_in_the_unit_box_and_unscaled_for_the_env():
+    env = RecordActions(gym.make("Pendulum-v1"))  # actions in [-2, 2]
+    model = PCL(
+        "MlpPolicy",
+        env,
+        seed=0,
+        use_sde=True,
+        policy_kwargs={"squash_output": True, "log_std_init": 1.0},
+        **{**FAST, "learning_starts": 40},
+    )
+    model.learn(200)
+    order = np.concatenate([model.replay_buffer.paths[pid].slots for pid in sorted(model.replay_buffer.paths)])
+    stored = model.replay_buffer.actions[order, 0]
+    received = np.concatenate([a.reshape(-1) for a in env.received])
+    assert np.all(np.abs(stored) <= 1.0) and np.abs(stored).max() > 0.9  # wide noise: squashed near the bounds
+    np.testing.assert_allclose(2.0 * stored, received, rtol=1e-5)  # warm-up (uniform) and policy actions alike
+    action, _ = model.predict(np.zeros(3, dtype=np.float32), deterministic=True)
+    assert np.abs(action).max() <= 2.0
+
+
+@pytest.mark.parametrize("squash", [False, True])
+def test_gsde_log_prob_matches_naive_state_dependent_gaussian(squash):
+    """``log pi(a|s)`` in the consistency: a Gaussian of variance ``sum_i latent_i(s)^2 sigma_ij^2``, tanh-corrected."""
+    model = PCL(
+        "MlpPolicy", "Pendulum-v1", seed=0, use_sde=True, policy_kwargs={"squash_output": squash, "log_std_init": -2.0}, **FAST
+    )
+    model.learn(120)
+    batch = model.replay_buffer.sample(3, env=model._vec_normalize_env)
+    _, log_prob, _, _ = model._evaluate(model.policy, batch)
+
+    obs = batch.observations.reshape(-1, 3)
+    actions = batch.actions.reshape(-1, 1).double()
+    with th.no_grad():
+        latent = model.policy.mlp_extractor.forward_actor(model.policy.extract_features(obs)).double()
+        mean = model.policy.action_net(latent.float()).double()
+        sigma = th.exp(model.policy.log_std.detach()).double()
+    expected = np.zeros(len(obs))
+    for n in range(len(obs)):
+        for j in range(actions.shape[1]):
+            std = np.sqrt(sum(latent[n, i].item() ** 2 * sigma[i, j].item() ** 2 for i in range(latent.shape[1])))
+            a = actions[n, j].item()
+            if squash:
+                a_eps = np.clip(a, -1.0 + 1e-6, 1.0 - 1e-6)
+                x = 0.5 * np.log((1 + a_eps) / (1 - a_eps))
+                correction = np.log(1.0 - np.tanh(x) ** 2 + 1e-6)
+            else:
+                x, correction = a, 0.0
+            expected[n] += -0.5 * ((x - mean[n, j].item()) / std) ** 2 - np.log(std) - 0.5 * np.log(2 * np.pi) - correction
+    actual = log_prob.detach().reshape(-1).numpy()
+    assert np.isfinite(actual).all()
+    # near the bounds atanh amplifies float32 rounding: compare exactly where the squashing is not saturated
+    unsaturated = np.abs(actions.numpy()).max(axis=1) < 0.999 if squash else np.ones(len(obs), dtype=bool)
+    assert unsaturated.sum() >= len(obs) // 2
+    np.testing.assert_allclose(actual[unsaturated], expected[unsaturated], rtol=1e-4, atol=1e-4)
+
+
+def test_gsde_save_load_round_trip(tmp_path):
+    model = PCL(
+        "MlpPolicy", "Pendulum-v1", seed=0, use_sde=True, sde_sample_freq=8, policy_kwargs={"squash_output": True}, **FAST
+    )
+    model.learn(100)
+    model.save(tmp_path / "model.zip")
+    loaded = PCL.load(tmp_path / "model.zip", env=gym.make("Pendulum-v1"))
+    assert loaded.use_sde and loaded.sde_sample_freq == 8 and loaded.policy.squash_output
+    obs = np.array([[0.3, -0.2, 1.0]], dtype=np.float32)
+    np.testing.assert_allclose(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+    loaded.learn(50, reset_num_timesteps=False)
+
+
+def test_gsde_rejects_discrete_actions():
+    with pytest.raises(ValueError, match="State-Dependent Exploration"):
+        PCL("MlpPolicy", "CartPole-v1", use_sde=True)

@@ -428,6 +428,32 @@ def test_discrete_and_box_actions_train(env_id):
     assert model.action_space.contains(np.asarray(action, dtype=model.action_space.dtype))
 
 
+@pytest.mark.parametrize("squash", [False, True])
+def test_gsde_with_the_relative_entropy_term(squash):
+    """gSDE in Trust-PCL: the target policy's noise distribution follows the online one; KL and entropy are logged."""
+    model = TrustPCL(
+        "MlpPolicy",
+        "Pendulum-v1",
+        seed=0,
+        use_sde=True,
+        sde_sample_freq=4,
+        max_divergence=None,
+        relative_entropy_coef=1.0,
+        tau=0.01,
+        target_network_lag=0.5,
+        policy_kwargs={"squash_output": squash, "log_std_init": -2.0},
+        **FAST,
+    )
+    model.set_logger(configure(None, []))
+    model.learn(300)
+    assert model._n_updates > 0
+    logged = model.logger.name_to_value
+    assert math.isfinite(logged["train/entropy"]) and logged["train/kl_to_target"] > 0
+    online, target = model.policy.log_std.detach(), model.policy_target.log_std.detach()
+    assert online.shape == target.shape == (64, 1) and not th.equal(online, target)  # polyak-averaged, not copied
+    assert th.isfinite(online).all()
+
+
 def test_trust_pcl_accepts_every_pcl_hyperparameter():
     pcl_params = set(inspect.signature(PCL.__init__).parameters)
     missing = pcl_params - set(inspect.signature(TrustPCL.__init__).parameters)

@@ -47,6 +47,30 @@ DEFAULT_LEARNING_RATE = LinearSchedule(1e-3, 0.0, 1.0)
 SAMPLE_FROM = ("online", "target")
 
 
+class _NoiseControl:
+    """
+    The gSDE controls that SB3's :meth:`OffPolicyAlgorithm.collect_rollouts` and its logs expect of ``model.actor``.
+
+    New noise matrices are drawn for the online and the target policy alike, so that either can act
+    (``sample_from``); the logged standard deviation is the online policy's.
+
+    :param model: the PCL model
+    """
+
+    def __init__(self, model: "PCL"):
+        self._model = model
+
+    def reset_noise(self, n_envs: int = 1) -> None:
+        """:param n_envs: number of envs (one noise matrix each)"""
+        self._model.policy.reset_noise(n_envs)
+        self._model.policy_target.reset_noise(n_envs)
+
+    def get_std(self) -> th.Tensor:
+        """:return: the online policy's gSDE standard deviations, ``(latent_dim, action_dim)``"""
+        policy = self._model.policy
+        return policy.action_dist.get_std(policy.log_std)  # type: ignore[attr-defined]
+
+
 class PCL(OffPolicyAlgorithm):
     """
     Path Consistency Learning (PCL).
@@ -127,6 +151,14 @@ class PCL(OffPolicyAlgorithm):
     :param start_windows: add the ``d - 1`` shorter windows that start at the first state of each segment (seed behaviour)
     :param use_target_values: bootstrap the far end of the windows, ``V(s_{t+k})`` and the final value
         ``V(s_L)``, from the lagged target value network instead of the online one (``V(s_t)`` stays online)
+    :param use_sde: explore with SB3's generalised state-dependent noise (gSDE, ``Box`` actions only): the policy's
+        action distribution becomes a Gaussian whose standard deviation depends on the state (on the last hidden
+        features of the policy network), and with ``policy_kwargs=dict(squash_output=True)`` its samples are squashed
+        by ``tanh`` into the action bounds. The consistency reads ``log pi`` of that distribution, so it stays exact
+        whatever the noise matrix that drew the action
+    :param sde_sample_freq: with ``use_sde``, draw a new noise matrix every this many env steps (``-1``: only at the
+        start of each collection of ``train_freq`` steps). 1 makes the exploration a Markov policy equal to ``pi``
+        itself; larger values correlate the noise in time (PCL learns from any behaviour, so both are valid)
     :param expert_paths: number of scripted expert episodes (:func:`~sb3_pcl.envs.expert.expert_episodes_for_vec_env`)
         seeded into the replay at the start of the first ``learn``; only for the algorithmic tasks (``sb3_pcl/Copy-v0``, ...).
         As in the original code their inputs have 2 to 10 symbols, whatever the training env's curriculum length
@@ -198,6 +230,8 @@ class PCL(OffPolicyAlgorithm):
         relative_entropy_coef: float = 0.0,
         start_windows: bool = True,
         use_target_values: bool = False,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
         expert_paths: int = 0,
         demonstrations: str | None = None,
         shared_curriculum: bool = False,
@@ -230,7 +264,9 @@ class PCL(OffPolicyAlgorithm):
             verbose=verbose,
             device=device,
             seed=seed,
-            sde_support=False,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            sde_support=True,
             support_multi_env=True,
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
@@ -463,10 +499,13 @@ class PCL(OffPolicyAlgorithm):
         :param n_envs: number of envs
         :return: the env actions and the actions to store in the replay buffer
         """
+        squash = isinstance(self.action_space, spaces.Box) and self.policy.squash_output
         if isinstance(self.policy, MlpLstmPolicy):
             sampled = self._sample_recurrent_action(learning_starts, n_envs)
         elif self.num_timesteps < learning_starts:
             sampled = np.array([self.action_space.sample() for _ in range(n_envs)])
+            if squash:  # stored as the policy would have sampled it, in [-1, 1]
+                sampled = self.policy.scale_action(sampled)
         else:
             assert self._last_obs is not None
             acting = self.policy_target if self.sample_from == "target" else self.policy
@@ -476,9 +515,16 @@ class PCL(OffPolicyAlgorithm):
             action_shape: tuple[int, ...] = self.action_space.shape or ()
             sampled = sampled.reshape((n_envs, *action_shape))
         env_action = sampled
-        if isinstance(self.action_space, spaces.Box):
+        if squash:
+            env_action = self.policy.unscale_action(sampled)
+        elif isinstance(self.action_space, spaces.Box):
             env_action = np.clip(sampled, self.action_space.low, self.action_space.high)
         return env_action, sampled
+
+    @property
+    def actor(self) -> "_NoiseControl":  # type: ignore[override]  # SB3 declares a module; it only calls these two
+        """What SB3's off-policy collection calls with ``use_sde``: ``reset_noise`` and ``get_std``."""
+        return _NoiseControl(self)
 
     def _on_step(self) -> None:
         self._steps_since_train += 1
@@ -555,6 +601,9 @@ class PCL(OffPolicyAlgorithm):
 
         mask = batch.mask.reshape(-1).bool()
         entropy = distribution.entropy()
+        if entropy is None:  # no closed form (tanh-squashed gSDE): a one-sample estimate at each state
+            with th.no_grad():
+                entropy = -distribution.log_prob(distribution.sample())
         stats = {
             "consistency_loss": consistency_loss(consistency).item(),
             "mean_sq_consistency": (consistency.residual.detach() ** 2).sum().item() / consistency.mask.sum().item(),

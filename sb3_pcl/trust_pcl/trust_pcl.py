@@ -89,6 +89,8 @@ class TrustPCL(PCL):
     :param lambda_smoothing: weight of the current ``lambda`` in its update, in ``[0, 1)``
     :param lambda_window: number of recent episodes ``lambda`` is estimated from (at most ``stats_window_size``)
     :param use_target_values: bootstrap ``V(s_{t+k})`` and the final values from the target value network
+    :param use_sde: explore with state-dependent noise (gSDE; see :class:`~sb3_pcl.PCL`)
+    :param sde_sample_freq: with ``use_sde``, a new noise matrix every this many env steps (``-1``: once per collection)
     :param start_windows: add the ``d - 1`` shorter windows that start at the first state of each segment (seed behaviour)
     :param expert_paths: number of scripted expert episodes seeded into the replay at the first ``learn``
         (algorithmic tasks only; see :class:`~sb3_pcl.PCL`)
@@ -147,6 +149,8 @@ class TrustPCL(PCL):
         lambda_window: int = 100,
         use_target_values: bool = False,
         start_windows: bool = True,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
         expert_paths: int = 0,
         demonstrations: str | None = None,
         shared_curriculum: bool = False,
@@ -203,6 +207,8 @@ class TrustPCL(PCL):
             relative_entropy_coef=relative_entropy_coef,
             start_windows=start_windows,
             use_target_values=use_target_values,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
             expert_paths=expert_paths,
             demonstrations=demonstrations,
             shared_curriculum=shared_curriculum,
