@@ -34,13 +34,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.recurrent import initial_recurrent_states
 
 __all__ = [
@@ -384,13 +384,7 @@ def collect_episode_batch(
             else:
                 sampled, _, log_prob = policy(obs_tensor)
         sampled_actions = sampled.cpu().numpy()
-        env_actions = sampled_actions
-        if isinstance(action_space, spaces.Box):
-            if policy.squash_output:
-                env_actions = policy.unscale_action(sampled_actions)
-            else:
-                env_actions = np.clip(sampled_actions, action_space.low, action_space.high)
-
+        env_actions = to_env_actions(policy, action_space, sampled_actions)
         raw_new_obs, step_rewards, dones, infos = env.step(env_actions)
         new_obs = _array_obs(raw_new_obs)
 

@@ -47,6 +47,8 @@ from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 from torch.nn import functional as F
 
+from sb3_pcl.common.actions import to_env_actions
+
 __all__ = ["MlpLstmPolicy", "action_input_dim", "encode_actions", "initial_recurrent_states"]
 
 LstmActionState = tuple[th.Tensor, th.Tensor, th.Tensor]
@@ -543,11 +545,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
             starts = th.as_tensor(np.asarray(episode_start), dtype=th.float32, device=self.device)
             actions, next_states = self._predict(obs_tensor, states, starts, deterministic=deterministic)
         numpy_actions = actions.cpu().numpy().reshape((-1, *self.action_space.shape))  # type: ignore[arg-type, misc]
-        if isinstance(self.action_space, spaces.Box):
-            if self.squash_output:
-                numpy_actions = self.unscale_action(numpy_actions)
-            else:
-                numpy_actions = np.clip(numpy_actions, self.action_space.low, self.action_space.high)
+        numpy_actions = to_env_actions(self, self.action_space, numpy_actions)
         if not vectorized_env:
             numpy_actions = numpy_actions.squeeze(axis=0)
         return numpy_actions, tuple(part.cpu().numpy() for part in next_states)

@@ -20,6 +20,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Rollout
 from stable_baselines3.common.utils import FloatSchedule, LinearSchedule, explained_variance, polyak_update
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, PathBatch, PathReplayBuffer
 from sb3_pcl.common.consistency import (
     Consistency,
@@ -499,12 +500,11 @@ class PCL(OffPolicyAlgorithm):
         :param n_envs: number of envs
         :return: the env actions and the actions to store in the replay buffer
         """
-        squash = isinstance(self.action_space, spaces.Box) and self.policy.squash_output
         if isinstance(self.policy, MlpLstmPolicy):
             sampled = self._sample_recurrent_action(learning_starts, n_envs)
         elif self.num_timesteps < learning_starts:
             sampled = np.array([self.action_space.sample() for _ in range(n_envs)])
-            if squash:  # stored as the policy would have sampled it, in [-1, 1]
+            if self.policy.squash_output:  # stored as the policy would have sampled it, in [-1, 1]
                 sampled = self.policy.scale_action(sampled)
         else:
             assert self._last_obs is not None
@@ -514,12 +514,7 @@ class PCL(OffPolicyAlgorithm):
                 sampled = acting._predict(obs_tensor, deterministic=False).cpu().numpy()
             action_shape: tuple[int, ...] = self.action_space.shape or ()
             sampled = sampled.reshape((n_envs, *action_shape))
-        env_action = sampled
-        if squash:
-            env_action = self.policy.unscale_action(sampled)
-        elif isinstance(self.action_space, spaces.Box):
-            env_action = np.clip(sampled, self.action_space.low, self.action_space.high)
-        return env_action, sampled
+        return to_env_actions(self.policy, self.action_space, sampled), sampled
 
     @property
     def actor(self) -> "_NoiseControl":  # type: ignore[override]  # SB3 declares a module; it only calls these two
