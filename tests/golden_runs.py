@@ -1,0 +1,236 @@
+"""
+Seeded golden runs that pin the algorithms' numbers through refactors (``tests/test_golden.py``).
+
+Each run trains a few hundred steps on the CPU with a fixed seed and one torch thread, and returns a digest of
+the final policy parameters and of every logged loss (the ``train/*loss*`` values at each log dump). A digest
+changes when any bit of either changes. ``python tests/golden_runs.py`` prints the digests of the current code.
+"""
+
+import hashlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import KVWriter, Logger
+
+import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
+from sb3_pcl import PCL, UREX, Reinforce, TrustPCL
+from sb3_pcl.envs import SharedCurriculum
+
+
+class _LossRecorder(KVWriter):
+    """Keeps every logged ``*loss*`` value (key and value) in dump order."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, float]] = []
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        for key in sorted(key_values):
+            if "loss" in key:
+                self.records.append((key, float(key_values[key])))
+
+    def close(self) -> None:
+        pass
+
+
+def _digest(model: BaseAlgorithm, recorder: _LossRecorder) -> dict[str, str]:
+    assert recorder.records, "the run logged no loss"
+    params = th.cat([p.detach().reshape(-1).double() for p in model.policy.parameters()]).cpu().numpy()
+    losses = np.array([value for _, value in recorder.records], dtype=np.float64)
+    return {
+        "params": hashlib.sha256(params.tobytes()).hexdigest()[:16],
+        "losses": hashlib.sha256(losses.tobytes()).hexdigest()[:16],
+    }
+
+
+def _train(model: BaseAlgorithm, steps: int, **learn_kwargs: Any) -> _LossRecorder:
+    recorder = _LossRecorder()
+    model.set_logger(Logger(folder=None, output_formats=[recorder]))
+    model.learn(steps, log_interval=1, **learn_kwargs)
+    return recorder
+
+
+FAST: dict[str, Any] = {
+    "learning_rate": 1e-3,
+    "learning_starts": 50,
+    "batch_size": 4,
+    "train_freq": 16,
+    "buffer_size": 2_000,
+    "max_segment_length": 16,
+    "rollout": 4,
+    "seed": 0,
+}
+
+
+def _off_policy(cls: type, policy: str, env_id: str, steps: int = 400, n_envs: int = 2, **kwargs: Any) -> dict[str, str]:
+    env = make_vec_env(env_id, n_envs=n_envs, seed=0)
+    model = cls(policy, env, **{**FAST, **kwargs})
+    return _digest(model, _train(model, steps))
+
+
+def _pcl_discrete() -> dict[str, str]:
+    return _off_policy(PCL, "MlpPolicy", "CartPole-v1")
+
+
+def _pcl_box() -> dict[str, str]:
+    return _off_policy(PCL, "MlpPolicy", "Pendulum-v1", clip_adv=1.0)
+
+
+def _pcl_replay_options() -> dict[str, str]:
+    return _off_policy(
+        PCL,
+        "MlpPolicy",
+        "CartPole-v1",
+        sample_from="target",
+        use_online_batch=True,
+        use_target_values=True,
+        start_windows=False,
+        gradient_steps=2,
+        replay_buffer_kwargs={"alpha": 1.0, "priority": "return", "eviction": "rank"},
+        buffer_size=300,
+    )
+
+
+def _pcl_unified() -> dict[str, str]:
+    return _off_policy(PCL, "UnifiedMlpPolicy", "CartPole-v1", relative_entropy_coef=0.01)
+
+
+def _pcl_lstm() -> dict[str, str]:
+    return _off_policy(PCL, "MlpLstmPolicy", "CartPole-v1", steps=300)
+
+
+def _pcl_unified_lstm() -> dict[str, str]:
+    return _off_policy(PCL, "UnifiedMlpLstmPolicy", "CartPole-v1", steps=300)
+
+
+def _value_fit(kind: str, **fit_kwargs: Any) -> Callable[[], dict[str, str]]:
+    def run() -> dict[str, str]:
+        return _off_policy(PCL, "MlpPolicy", "Pendulum-v1", batch_size=8, value_optimizer=kind, **fit_kwargs)
+
+    return run
+
+
+def _trust_region(loss: str) -> Callable[[], dict[str, str]]:
+    def run() -> dict[str, str]:
+        return _off_policy(
+            PCL,
+            "MlpPolicy",
+            "Pendulum-v1",
+            value_optimizer="grad",
+            policy_optimizer="trust_region",
+            trust_region_loss=loss,
+            target_kl=0.01,
+        )
+
+    return run
+
+
+def _pcl_gsde() -> dict[str, str]:
+    return _off_policy(
+        PCL,
+        "MlpPolicy",
+        "Pendulum-v1",
+        use_sde=True,
+        sde_sample_freq=4,
+        policy_kwargs={"squash_output": True, "log_std_init": -2.0},
+    )
+
+
+def _trust_pcl() -> dict[str, str]:
+    return _off_policy(TrustPCL, "MlpPolicy", "CartPole-v1", steps=600, n_envs=4, max_divergence=0.01, lambda_window=10)
+
+
+def _trust_pcl_lstm() -> dict[str, str]:
+    return _off_policy(TrustPCL, "MlpLstmPolicy", "CartPole-v1", steps=300, relative_entropy_coef=0.1)
+
+
+def _expert_seeding() -> dict[str, str]:
+    env = make_vec_env("sb3_pcl/Copy-v0", n_envs=2, seed=0)
+    model = PCL("MlpPolicy", env, **{**FAST, "buffer_size": 4_000}, expert_paths=5, shared_curriculum=True)
+    return _digest(model, _train(model, 300))
+
+
+def _episodes(cls: type, policy: str, env_id: str, **kwargs: Any) -> dict[str, str]:
+    env = make_vec_env(env_id, n_envs=4, seed=0)
+    if env_id.startswith("sb3_pcl/"):
+        env = SharedCurriculum(env, first_episode_only=True)
+    model = cls(policy, env, num_samples=2, max_steps=64, seed=0, **kwargs)
+    return _digest(model, _train(model, 600))
+
+
+def _reinforce_discrete() -> dict[str, str]:
+    return _episodes(Reinforce, "MlpPolicy", "CartPole-v1")
+
+
+def _reinforce_box() -> dict[str, str]:
+    return _episodes(Reinforce, "MlpPolicy", "Pendulum-v1", tau=0.1)
+
+
+def _urex_lstm() -> dict[str, str]:
+    return _episodes(UREX, "MlpLstmPolicy", "sb3_pcl/Copy-v0")
+
+
+def _save_load(cls: type, policy: str, env_id: str, **kwargs: Any) -> Callable[[], dict[str, str]]:
+    def run() -> dict[str, str]:
+        env = make_vec_env(env_id, n_envs=2 if cls is PCL else 4, seed=0)
+        model = cls(policy, env, seed=0, **kwargs)
+        _train(model, 300)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.zip")
+            model.save(path)
+            loaded = cls.load(path, env=env)
+        if cls is PCL:
+            loaded.replay_buffer = model.replay_buffer  # the replay is not saved with the model
+        loaded.set_random_seed(1)
+        return _digest(loaded, _train(loaded, 300, reset_num_timesteps=False))
+
+    return run
+
+
+#: every golden run by name
+RUNS: dict[str, Callable[[], dict[str, str]]] = {
+    "pcl_discrete": _pcl_discrete,
+    "pcl_box": _pcl_box,
+    "pcl_replay_options": _pcl_replay_options,
+    "pcl_unified": _pcl_unified,
+    "pcl_lstm": _pcl_lstm,
+    "pcl_unified_lstm": _pcl_unified_lstm,
+    "pcl_value_fit_grad": _value_fit("grad", value_learning_rate=3e-3, value_gradient_steps=3, value_mix=0.5),
+    "pcl_value_fit_best_fit": _value_fit("best_fit", value_reg_coef=1e-3),
+    "pcl_value_fit_lbfgs": _value_fit("lbfgs", value_gradient_steps=3),
+    "pcl_trust_region_consistency": _trust_region("consistency"),
+    "pcl_trust_region_surrogate": _trust_region("surrogate"),
+    "pcl_gsde": _pcl_gsde,
+    "trust_pcl": _trust_pcl,
+    "trust_pcl_lstm": _trust_pcl_lstm,
+    "pcl_expert_seeding": _expert_seeding,
+    "reinforce_discrete": _reinforce_discrete,
+    "reinforce_box": _reinforce_box,
+    "urex_lstm": _urex_lstm,
+    "pcl_save_load": _save_load(PCL, "MlpPolicy", "CartPole-v1", **{k: v for k, v in FAST.items() if k != "seed"}),
+    "reinforce_save_load": _save_load(Reinforce, "MlpPolicy", "CartPole-v1", num_samples=2, max_steps=64),
+}
+
+
+def run(name: str) -> dict[str, str]:
+    """
+    :param name: a key of :data:`RUNS`
+    :return: the run's digests, computed with one torch thread
+    """
+    n_threads = th.get_num_threads()
+    th.set_num_threads(1)
+    try:
+        return RUNS[name]()
+    finally:
+        th.set_num_threads(n_threads)
+
+
+if __name__ == "__main__":
+    for key in sys.argv[1:] or RUNS:
+        print(f'    "{key}": {run(key)},', flush=True)
