@@ -4,15 +4,23 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from sb3_pcl.envs import register_algorithmic_envs
 from sb3_pcl.pcl import PCL
+from sb3_pcl.recurrent_pcl import RecurrentPCL, RecurrentTrustPCL
 from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.urex import UREX
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 register_algorithmic_envs()
 
 #: our algorithms by their rl-zoo3 name
-ALGOS: dict[str, type[BaseAlgorithm]] = {"pcl": PCL, "trust_pcl": TrustPCL, "reinforce": Reinforce, "urex": UREX}
+ALGOS: dict[str, type[BaseAlgorithm]] = {
+    "pcl": PCL,
+    "trust_pcl": TrustPCL,
+    "recurrent_pcl": RecurrentPCL,
+    "recurrent_trust_pcl": RecurrentTrustPCL,
+    "reinforce": Reinforce,
+    "urex": UREX,
+}
 
-__all__ = ["ALGOS", "PCL", "UREX", "Reinforce", "TrustPCL", "__version__"]
+__all__ = ["ALGOS", "PCL", "UREX", "RecurrentPCL", "RecurrentTrustPCL", "Reinforce", "TrustPCL", "__version__"]

@@ -56,12 +56,15 @@ def main(argv: list[str] | None = None) -> float:
         env_kwargs=entry.env_kwargs,
         vec_env_cls=vec_env_cls,  # type: ignore[arg-type]  # any VecEnv class with DummyVecEnv's constructor
     )
+    for wrapper, wrapper_kwargs in entry.vec_env_wrappers:  # e.g. SharedCurriculum for the algorithmic tasks
+        env = wrapper(env, **wrapper_kwargs)
     if entry.normalize is not None:
         env = VecNormalize(env, gamma=hyperparams.get("gamma", 0.99), **entry.normalize)
     model = algo_class(env=env, seed=args.seed, verbose=args.verbose, **hyperparams)
+    callbacks = [callback(**callback_kwargs) for callback, callback_kwargs in entry.callbacks]
     print(f"Training {algo_class.__name__} on {args.env} for {steps} steps (seed {args.seed}) with {hyperparams}")
     start = time.time()
-    model.learn(steps)
+    model.learn(steps, callback=callbacks)
     elapsed = time.time() - start
     eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 1000, env_kwargs=entry.env_kwargs)
     if entry.normalize is not None:

@@ -20,8 +20,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import KVWriter, Logger
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl import PCL, UREX, Reinforce, TrustPCL
-from sb3_pcl.envs import SharedCurriculum
+from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
+from sb3_pcl.envs import ExpertPathsCallback, SharedCurriculum
 
 
 class _LossRecorder(KVWriter):
@@ -102,16 +102,16 @@ def _pcl_unified() -> dict[str, str]:
 
 
 def _pcl_lstm() -> dict[str, str]:
-    return _off_policy(PCL, "MlpLstmPolicy", "CartPole-v1", steps=300)
+    return _off_policy(RecurrentPCL, "MlpLstmPolicy", "CartPole-v1", steps=300)
 
 
 def _pcl_unified_lstm() -> dict[str, str]:
-    return _off_policy(PCL, "UnifiedMlpLstmPolicy", "CartPole-v1", steps=300)
+    return _off_policy(RecurrentPCL, "UnifiedMlpLstmPolicy", "CartPole-v1", steps=300)
 
 
 def _value_fit(kind: str, **fit_kwargs: Any) -> Callable[[], dict[str, str]]:
     def run() -> dict[str, str]:
-        return _off_policy(PCL, "MlpPolicy", "Pendulum-v1", batch_size=8, value_optimizer=kind, **fit_kwargs)
+        return _off_policy(PCL, "MlpPolicy", "Pendulum-v1", batch_size=8, value_fit=kind, value_fit_kwargs=fit_kwargs)
 
     return run
 
@@ -122,10 +122,9 @@ def _trust_region(loss: str) -> Callable[[], dict[str, str]]:
             PCL,
             "MlpPolicy",
             "Pendulum-v1",
-            value_optimizer="grad",
-            policy_optimizer="trust_region",
-            trust_region_loss=loss,
-            target_kl=0.01,
+            value_fit="grad",
+            policy_step="trust_region",
+            policy_step_kwargs={"loss": loss, "target_kl": 0.01},
         )
 
     return run
@@ -147,13 +146,13 @@ def _trust_pcl() -> dict[str, str]:
 
 
 def _trust_pcl_lstm() -> dict[str, str]:
-    return _off_policy(TrustPCL, "MlpLstmPolicy", "CartPole-v1", steps=300, relative_entropy_coef=0.1)
+    return _off_policy(RecurrentTrustPCL, "MlpLstmPolicy", "CartPole-v1", steps=300, relative_entropy_coef=0.1)
 
 
 def _expert_seeding() -> dict[str, str]:
-    env = make_vec_env("sb3_pcl/Copy-v0", n_envs=2, seed=0)
-    model = PCL("MlpPolicy", env, **{**FAST, "buffer_size": 4_000}, expert_paths=5, shared_curriculum=True)
-    return _digest(model, _train(model, 300))
+    env = SharedCurriculum(make_vec_env("sb3_pcl/Copy-v0", n_envs=2, seed=0))
+    model = PCL("MlpPolicy", env, **{**FAST, "buffer_size": 4_000})
+    return _digest(model, _train(model, 300, callback=ExpertPathsCallback(5)))
 
 
 def _episodes(cls: type, policy: str, env_id: str, **kwargs: Any) -> dict[str, str]:
@@ -201,9 +200,9 @@ RUNS: dict[str, Callable[[], dict[str, str]]] = {
     "pcl_unified": _pcl_unified,
     "pcl_lstm": _pcl_lstm,
     "pcl_unified_lstm": _pcl_unified_lstm,
-    "pcl_value_fit_grad": _value_fit("grad", value_learning_rate=3e-3, value_gradient_steps=3, value_mix=0.5),
-    "pcl_value_fit_best_fit": _value_fit("best_fit", value_reg_coef=1e-3),
-    "pcl_value_fit_lbfgs": _value_fit("lbfgs", value_gradient_steps=3),
+    "pcl_value_fit_grad": _value_fit("grad", learning_rate=3e-3, gradient_steps=3, mix=0.5),
+    "pcl_value_fit_best_fit": _value_fit("best_fit", reg_coef=1e-3),
+    "pcl_value_fit_lbfgs": _value_fit("lbfgs", max_iter=3),
     "pcl_trust_region_consistency": _trust_region("consistency"),
     "pcl_trust_region_surrogate": _trust_region("surrogate"),
     "pcl_gsde": _pcl_gsde,

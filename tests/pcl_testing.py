@@ -1,5 +1,6 @@
 """Settings and envs shared by the PCL-family test modules (pytest puts ``tests/`` on the path: ``import pcl_testing``)."""
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -43,3 +44,14 @@ class BigObsBoxEnv(BigObsEnv):
 
     action_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
     episode_length = 5
+
+
+def accepted_arguments(algo_class: type) -> set[str]:
+    """:return: the constructor arguments of an algorithm, those it forwards to its base classes with ``**kwargs`` included"""
+    return {
+        name
+        for cls in algo_class.__mro__
+        if "__init__" in vars(cls)
+        for name, parameter in inspect.signature(cls.__init__).parameters.items()
+        if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+    }

@@ -256,6 +256,28 @@ def test_distinct_paths_draws_without_replacement():
     assert restored.distinct_paths is False
 
 
+def test_reset_empties_the_buffer_and_keeps_every_setting():
+    settings = {
+        "alpha": 2.0,
+        "priority": "return",
+        "eviction": "rank",
+        "max_segment_length": 7,
+        "replay_from_start": True,
+        "distinct_paths": True,
+    }
+    buffer = make_buffer(100, **settings)
+    for v in range(4):
+        step(buffer, [float(v)], dones=[v % 2 == 1])
+    buffer.add_path(np.zeros((3, 2), dtype=np.float32), np.zeros((2, buffer.action_dim), dtype=np.float32), np.ones(2), seed=True)
+    assert buffer.n_paths > 0 and buffer.n_seeded_paths == 1
+    buffer.reset()
+    assert (buffer.size(), buffer.n_paths, buffer.n_seeded_paths) == (0, 0, 0)
+    assert {name: getattr(buffer, name) for name in settings} == settings
+    for v in range(6):  # and it fills and samples again, without replacement as before
+        step(buffer, [float(v)], dones=[True])
+    assert len(set(buffer.sample(6).path_ids.tolist())) == 6
+
+
 def test_recent_segments_cover_exactly_the_last_steps():
     buffer = make_buffer(100, n_envs=2)
     for v in range(1, 6):

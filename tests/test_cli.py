@@ -2,6 +2,7 @@
 
 import pytest
 import yaml
+from pcl_testing import accepted_arguments
 from stable_baselines3.common.utils import LinearSchedule
 
 import sb3_pcl
@@ -60,7 +61,7 @@ def test_shipped_files_have_entries_the_algorithms_accept():
             continue
         for env_id in yaml.safe_load(path.read_text()) or {}:
             entry = load_hyperparams(algo, env_id)
-            unknown = set(entry.kwargs) - set(algo_class.__init__.__code__.co_varnames)
+            unknown = set(entry.kwargs) - accepted_arguments(algo_class)
             assert not unknown, f"{path}:{env_id} has arguments {algo_class.__name__} does not take: {unknown}"
 
 
@@ -91,3 +92,21 @@ def test_quick_run_trains_the_algorithmic_tasks_on_algorithmic_vec_env(monkeypat
     main(["--algo", "urex", "--env", "sb3_pcl/Copy-v0", "--steps", "800", "--eval-episodes", "2"])
     assert created == [400]  # the training env (hyperparams/urex.yml); the evaluation env stays a DummyVecEnv
     assert "Evaluation return over 2 episodes" in capsys.readouterr().out
+
+
+def test_wrappers_and_callbacks_of_an_entry_are_read_as_rl_zoo3_reads_them(tmp_path):
+    from sb3_pcl.envs import ExpertPathsCallback, SharedCurriculum
+
+    entry = {
+        "vec_env_wrapper": [{"sb3_pcl.envs.SharedCurriculum": {"first_episode_only": True}}],
+        "callback": "sb3_pcl.envs.ExpertPathsCallback",
+    }
+    (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"sb3_pcl/Copy-v0": entry}))
+    parsed = load_hyperparams("pcl", "sb3_pcl/Copy-v0", tmp_path)
+    assert parsed.vec_env_wrappers == [(SharedCurriculum, {"first_episode_only": True})]
+    assert parsed.callbacks == [(ExpertPathsCallback, {})]
+    assert "vec_env_wrapper" not in parsed.kwargs and "callback" not in parsed.kwargs
+    for bad in ("sb3_pcl.envs.NoSuchWrapper", [{"a.B": {}, "c.D": {}}], 3):
+        (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"sb3_pcl/Copy-v0": {"callback": bad}}))
+        with pytest.raises(ValueError, match="callback|cannot import"):
+            load_hyperparams("pcl", "sb3_pcl/Copy-v0", tmp_path)

@@ -15,9 +15,15 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor, VecNormalize
 
-from sb3_pcl import PCL, TrustPCL
+from sb3_pcl import PCL, Reinforce, TrustPCL
 from sb3_pcl.common.buffers import PathReplayBuffer
-from sb3_pcl.common.demonstrations import check_episodes, load_episodes, record_episodes, save_episodes
+from sb3_pcl.common.demonstrations import (
+    DemonstrationsCallback,
+    check_episodes,
+    load_episodes,
+    record_episodes,
+    save_episodes,
+)
 from sb3_pcl.envs import (
     ALGORITHMIC_ENV_IDS,
     CombinedActionWrapper,
@@ -27,7 +33,7 @@ from sb3_pcl.envs import (
     generate_expert_episodes,
 )
 from sb3_pcl.envs import expert as expert_module
-from sb3_pcl.envs.expert import SEED_EXPERT_MIN_LENGTHS
+from sb3_pcl.envs.expert import SEED_EXPERT_MIN_LENGTHS, ExpertPathsCallback
 
 FAST = {**PCL_FAST, "learning_starts": 0}
 
@@ -214,10 +220,11 @@ def test_expert_paths_round_trip_through_the_buffer(env_id):
 def test_pcl_with_expert_paths_end_to_end(combined, tmp_path):
     env = CombinedActionWrapper(gym.make("sb3_pcl/Copy-v0")) if combined else "sb3_pcl/Copy-v0"
     # a 150-transition replay: collected paths are evicted many times over during 400 steps
-    model = PCL("MlpPolicy", env, seed=0, expert_paths=10, **{**FAST, "buffer_size": 150})
+    model = PCL("MlpPolicy", env, seed=0, **{**FAST, "buffer_size": 150})
     assert model.replay_buffer.n_seeded_paths == 0  # seeded at the first learn
     model.set_logger(configure(str(tmp_path), ["csv"]))
-    model.learn(400)
+    seeding = ExpertPathsCallback(10)
+    model.learn(400, callback=seeding)
     buffer = model.replay_buffer
     assert model._n_updates > 0 and buffer.n_seeded_paths == 10
     for path in seeded_paths(buffer):
@@ -234,45 +241,52 @@ def test_pcl_with_expert_paths_end_to_end(combined, tmp_path):
     assert rows and all(float(row["train/seeded_paths"]) == 10 for row in rows)
 
     # Seeding happens once per replay: a second learn adds nothing.
-    model.learn(100, reset_num_timesteps=False)
+    model.learn(100, reset_num_timesteps=False, callback=seeding)
+    assert model.replay_buffer.n_seeded_paths == 10
+    model.replay_buffer.reset()  # ... but a reset replay is seeded again
+    model.learn(100, reset_num_timesteps=False, callback=seeding)
     assert model.replay_buffer.n_seeded_paths == 10
 
 
 def test_seeding_after_save_and_load(tmp_path):
-    model = PCL("MlpPolicy", "sb3_pcl/Copy-v0", seed=0, expert_paths=4, **FAST)
-    model.learn(50)
+    model = PCL("MlpPolicy", "sb3_pcl/Copy-v0", seed=0, **FAST)
+    model.learn(50, callback=ExpertPathsCallback(4))
     model.save(tmp_path / "model")
     model.save_replay_buffer(tmp_path / "replay")
 
     loaded = PCL.load(tmp_path / "model", env=make_vec_env("sb3_pcl/Copy-v0", n_envs=1))
-    assert loaded.expert_paths == 4 and loaded.replay_buffer.n_paths == 0  # the replay is not saved
-    loaded.learn(50)
+    assert loaded.replay_buffer.n_paths == 0  # the replay is not saved
+    loaded.learn(50, callback=ExpertPathsCallback(4))
     assert loaded.replay_buffer.n_seeded_paths == 4  # a fresh replay is seeded at its first learn
 
     restored = PCL.load(tmp_path / "model", env=make_vec_env("sb3_pcl/Copy-v0", n_envs=1))
     restored.load_replay_buffer(tmp_path / "replay")
-    restored.learn(50)
+    restored.learn(50, callback=ExpertPathsCallback(4))
     assert restored.replay_buffer.n_seeded_paths == 4  # the loaded replay had them: not seeded twice
 
 
 def test_trust_pcl_with_expert_paths():
-    model = TrustPCL("MlpPolicy", "sb3_pcl/DuplicatedInput-v0", seed=0, expert_paths=3, **FAST)
-    model.learn(64)
+    model = TrustPCL("MlpPolicy", "sb3_pcl/DuplicatedInput-v0", seed=0, **FAST)
+    model.learn(64, callback=ExpertPathsCallback(3))
     assert model.replay_buffer.n_seeded_paths == 3
 
 
 def test_expert_paths_need_an_algorithmic_task():
     with pytest.raises(ValueError, match="only for the algorithmic tasks"):
-        PCL("MlpPolicy", "CartPole-v1", expert_paths=3)
-    with pytest.raises(ValueError, match="expert_paths must be an integer >= 0"):
-        PCL("MlpPolicy", "sb3_pcl/Copy-v0", expert_paths=-1)
+        PCL("MlpPolicy", "CartPole-v1", **FAST).learn(10, callback=ExpertPathsCallback(3))
+    for bad in (-1, 0, 2.5, True):
+        with pytest.raises(ValueError, match="n_paths must be an integer >= 1"):
+            ExpertPathsCallback(bad)
+    with pytest.raises(TypeError, match="path replay"):
+        Reinforce("MlpPolicy", make_vec_env("sb3_pcl/Copy-v0", n_envs=2)).learn(10, callback=ExpertPathsCallback(3))
 
 
 def test_expert_paths_from_rl_zoo_yml(tmp_path):
-    """``expert_paths`` in a hyperparameter file reaches the constructor through rl-zoo3's ``train``."""
+    """The expert-seeding callback of a hyperparameter file reaches ``learn`` through rl-zoo3's ``train``."""
     conf = tmp_path / "pcl.yml"
     conf.write_text(
-        "sb3_pcl/Copy-v0:\n  policy: 'MlpPolicy'\n  n_timesteps: 100\n  n_envs: 1\n  expert_paths: 5\n  learning_starts: 0\n"
+        "sb3_pcl/Copy-v0:\n  policy: 'MlpPolicy'\n  n_timesteps: 100\n  n_envs: 1\n  learning_starts: 0\n"
+        "  callback:\n    - sb3_pcl.envs.ExpertPathsCallback:\n        n_paths: 5\n"
     )
     args = ["--algo", "pcl", "--env", "sb3_pcl/Copy-v0", "--conf-file", str(conf), "--num-threads", "1", "--seed", "0"]
     result = subprocess.run(
@@ -309,8 +323,8 @@ def test_expert_paths_speed_up_learning_copy():
     returns: dict[int, list[float]] = {0: [], 20: []}
     for n_paths in returns:
         for seed in range(3):
-            model = PCL("MlpPolicy", "sb3_pcl/Copy-v0", seed=seed, expert_paths=n_paths, learning_starts=0, buffer_size=5000)
-            model.learn(1000)
+            model = PCL("MlpPolicy", "sb3_pcl/Copy-v0", seed=seed, learning_starts=0, buffer_size=5000)
+            model.learn(1000, callback=ExpertPathsCallback(n_paths) if n_paths else None)
             returns[n_paths].append(_evaluate_copy(model))
     assert np.mean(returns[20]) > np.mean(returns[0]) + 1.0, returns
 
@@ -346,8 +360,8 @@ def test_record_save_load_seed_round_trip(tmp_path):
             assert restored[key].dtype == original[key].dtype
         assert restored["terminated"] == original["terminated"] and restored["truncated"] == original["truncated"]
 
-    learner = PCL("MlpPolicy", "CartPole-v1", seed=1, demonstrations=str(path), **FAST)
-    learner.learn(64)
+    learner = PCL("MlpPolicy", "CartPole-v1", seed=1, **FAST)
+    learner.learn(64, callback=DemonstrationsCallback(str(path)))
     seeds = sorted(seeded_paths(learner.replay_buffer), key=lambda p: p.path_id)
     assert len(seeds) == 3
     for stored, demo in zip(seeds, episodes, strict=True):
@@ -497,8 +511,8 @@ def test_bad_episode_files(tmp_path):
     model = box_model()
     with pytest.raises(FileNotFoundError):
         model.add_demonstrations(tmp_path / "nowhere.npz")
-    with pytest.raises(FileNotFoundError, match="demonstrations"):
-        box_model(demonstrations=str(tmp_path / "nowhere.npz"))
+    with pytest.raises(FileNotFoundError, match="DemonstrationsCallback"):
+        DemonstrationsCallback(str(tmp_path / "nowhere.npz"))
 
     garbage = tmp_path / "garbage.npz"
     garbage.write_bytes(b"not an npz file")
@@ -529,10 +543,11 @@ def test_bad_episode_files(tmp_path):
     with pytest.raises(ValueError, match="format version 99"):
         load_episodes(newer)
 
-    # a file that names a missing demonstrations file after load fails at learn, clearly
-    model.demonstrations = str(tmp_path / "moved.npz")
-    with pytest.raises(FileNotFoundError, match=r"model\.demonstrations = None"):
-        model.learn(10)
+    # a callback whose file went away before learn fails at learn, naming the file
+    callback = DemonstrationsCallback(str(good))
+    callback.episodes = str(tmp_path / "moved.npz")
+    with pytest.raises(FileNotFoundError, match=r"moved\.npz"):
+        model.learn(10, callback=callback)
 
 
 def test_save_episodes_rejects_mixed_shapes_and_objects(tmp_path):

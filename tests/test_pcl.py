@@ -128,7 +128,7 @@ def stored_observations(model: PCL) -> np.ndarray:
 
 
 def test_save_load_round_trip(tmp_path):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=0.9, tau=0.05, **{**FAST, "rollout": 3})
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=0.9, ent_coef=0.05, **{**FAST, "rollout": 3})
     model.learn(300)
     assert model._n_updates > 0
     obs = np.stack([model.observation_space.sample() for _ in range(20)])
@@ -141,7 +141,8 @@ def test_save_load_round_trip(tmp_path):
         assert th.equal(loaded.policy_target.state_dict()[name], value), name
     # the target network is really distinct from the online one (so the check above is not trivial)
     assert any(not th.equal(value, model.policy.state_dict()[name]) for name, value in params_of(model.policy_target).items())
-    assert (loaded.rollout, loaded.tau, loaded.target_network_lag) == (3, 0.05, 0.9)
+    assert (loaded.rollout, loaded.ent_coef, loaded.target_network_lag) == (3, 0.05, 0.9)
+    assert loaded.tau == pytest.approx(0.1)  # SB3's meaning: the polyak coefficient, 1 - target_network_lag
     assert loaded.policy_target is not loaded.policy
 
     # load with an env and continue training without resetting the counter
@@ -219,19 +220,28 @@ def test_box_actions_stored_unclipped_and_env_gets_clipped_actions():
         ({"rollout": 0}, "rollout"),
         ({"gamma": 1.5}, "gamma"),
         ({"gamma": -0.1}, "gamma"),
-        ({"tau": -1.0}, "tau"),
+        ({"ent_coef": -1.0}, "ent_coef"),
+        ({"ent_coef": float("nan")}, "ent_coef"),
+        ({"gamma": float("nan")}, "gamma"),
+        ({"gamma": "0.99"}, "gamma"),
+        ({"clip_adv": float("nan")}, "clip_adv"),
+        ({"max_grad_norm": float("nan")}, "max_grad_norm"),
         ({"batch_size": 64, "buffer_size": 10}, "batch_size"),
-        ({"critic_weight": -1.0}, "critic_weight"),
+        ({"vf_coef": -1.0}, "vf_coef"),
+        ({"vf_coef": float("nan")}, "vf_coef"),
         ({"clip_adv": 0.0}, "clip_adv"),
         ({"max_grad_norm": 0.0}, "max_grad_norm"),
         ({"target_network_lag": 1.5}, "target_network_lag"),
         ({"sample_from": "foo"}, "sample_from"),
-        ({"value_optimizer": "bfgs"}, "value_optimizer"),
-        ({"value_gradient_steps": 0}, "value_gradient_steps"),
-        ({"value_mix": 0.0}, "value_mix"),
-        ({"replay_alpha": -1.0}, "replay_alpha"),
-        ({"replay_priority": "foo"}, "replay_priority"),
-        ({"replay_eviction": "foo"}, "replay_eviction"),
+        ({"value_fit": "bfgs"}, "value_fit"),
+        ({"value_fit": "grad", "value_fit_kwargs": {"gradient_steps": 0}}, r"value_fit_kwargs\['gradient_steps'\]"),
+        ({"value_fit": "grad", "value_fit_kwargs": {"mix": 0.0}}, r"value_fit_kwargs\['mix'\]"),
+        ({"value_fit": "grad", "value_fit_kwargs": {"steps": 3}}, "value_fit_kwargs"),
+        ({"value_fit_kwargs": {"mix": 0.5}}, "value_fit_kwargs"),  # the joint fit has no settings
+        ({"policy_step": "adam"}, "policy_step"),
+        ({"replay_buffer_kwargs": {"alpha": -1.0}}, "alpha"),
+        ({"replay_buffer_kwargs": {"priority": "foo"}}, "priority"),
+        ({"replay_buffer_kwargs": {"eviction": "foo"}}, "eviction"),
         ({"max_segment_length": 0}, "max_segment_length"),
     ],
 )
@@ -374,7 +384,7 @@ def test_tensorboard_logging(tmp_path):
         "train/policy_loss",
         "train/value_loss",
         "train/entropy",
-        "train/tau",
+        "train/ent_coef",
         "train/grad_norm",
         "train/explained_variance",
         "train/buffer_size",
@@ -448,34 +458,34 @@ def test_target_network_lag_one_freezes_and_zero_copies():
 
 
 # ----------------------------------------------------------------------------------------------
-# 11. separate value optimiser
+# 11. separate value fit
 # ----------------------------------------------------------------------------------------------
 
 
-def test_value_optimizer_grad(tmp_path):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, value_optimizer="grad", **{**FAST, "learning_starts": 10_000})
-    value_ids = {id(p) for p in model._value_parameters()}
+def test_value_fit_grad(tmp_path):
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, value_fit="grad", **{**FAST, "learning_starts": 10_000})
+    value_ids = {id(p) for p in model._value_fit.value_parameters()}
     assert value_ids
     policy_opt_ids = {id(p) for group in model.policy.optimizer.param_groups for p in group["params"]}
     assert not value_ids & policy_opt_ids
     assert policy_opt_ids | value_ids == {id(p) for p in model.policy.parameters()}
-    assert model.value_optimizer is not None
-    assert {id(p) for group in model.value_optimizer.param_groups for p in group["params"]} == value_ids
+    assert model._value_fit.optimizer is not None
+    assert {id(p) for group in model._value_fit.optimizer.param_groups for p in group["params"]} == value_ids
 
     model.learn(100)
-    value_before = [p.detach().clone() for p in model._value_parameters()]
+    value_before = [p.detach().clone() for p in model._value_fit.value_parameters()]
     model.train(gradient_steps=1, batch_size=4)
-    assert any(not th.equal(p, b) for p, b in zip(model._value_parameters(), value_before, strict=True))
+    assert any(not th.equal(p, b) for p, b in zip(model._value_fit.value_parameters(), value_before, strict=True))
 
     model.save(tmp_path / "grad.zip")
     loaded = PCL.load(tmp_path / "grad.zip")
-    assert loaded.value_optimizer is not None
-    state = loaded.value_optimizer.state_dict()["state"]
+    assert loaded._value_fit.optimizer is not None
+    state = loaded._value_fit.optimizer.state_dict()["state"]
     assert state
-    original = model.value_optimizer.state_dict()["state"]
+    original = model._value_fit.optimizer.state_dict()["state"]
     for key in original:
         assert th.equal(state[key]["exp_avg"], original[key]["exp_avg"])
-    loaded_value_ids = {id(p) for p in loaded._value_parameters()}
+    loaded_value_ids = {id(p) for p in loaded._value_fit.value_parameters()}
     loaded_policy_ids = {id(p) for group in loaded.policy.optimizer.param_groups for p in group["params"]}
     assert not loaded_value_ids & loaded_policy_ids
 

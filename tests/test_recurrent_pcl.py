@@ -1,5 +1,5 @@
 """
-PCL and Trust-PCL with the recurrent ``MlpLstmPolicy``.
+RecurrentPCL and RecurrentTrustPCL: PCL and Trust-PCL with the recurrent ``MlpLstmPolicy``.
 
 The replay evaluates each sampled segment by replaying its path from the path's first step
 (``PathBatch.history``), so the recurrent state at the segment is exact for the current parameters.
@@ -7,6 +7,7 @@ The key check: log-probabilities recorded step by step while collecting (random 
 several envs, several episodes per env) are reproduced by the training code's replay to 1e-5.
 """
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from sb3_pcl import PCL, TrustPCL
+from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer
 from sb3_pcl.common.consistency import path_consistency
 from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions
@@ -207,7 +208,7 @@ class StepByStepRecorder(BaseCallback):
 
 
 def collect_without_learning(
-    model: PCL, acting: MlpLstmPolicy, total_timesteps: int, learning_starts: int
+    model: RecurrentPCL, acting: MlpLstmPolicy, total_timesteps: int, learning_starts: int
 ) -> StepByStepRecorder:
     """Collect with frozen parameters (no gradient step: ``gradient_steps=0`` never calls ``train``)."""
     recorder = StepByStepRecorder(acting)
@@ -216,7 +217,9 @@ def collect_without_learning(
     return recorder
 
 
-def check_batch_against_recording(model: PCL, policy: MlpLstmPolicy, batch: PathBatch, recorder: StepByStepRecorder) -> int:
+def check_batch_against_recording(
+    model: RecurrentPCL, policy: MlpLstmPolicy, batch: PathBatch, recorder: StepByStepRecorder
+) -> int:
     """
     Assert that ``model._evaluate(policy, batch)`` reproduces the recorded log-probabilities and values.
 
@@ -263,7 +266,7 @@ def test_replay_from_path_start_reproduces_collected_log_probs(
     sample_from: str, action_space: spaces.Space, critic_lstm: bool
 ) -> None:
     env = random_paths_env(3, action_space)
-    model = PCL(
+    model = RecurrentPCL(
         "MlpLstmPolicy",
         env,
         gradient_steps=0,
@@ -310,7 +313,7 @@ def test_replay_from_path_start_reproduces_collected_log_probs(
 
 def test_pcl_lstm_learns_a_memory_task() -> None:
     env = make_vec_env(CueRecallEnv, n_envs=4, seed=0)
-    model = PCL(
+    model = RecurrentPCL(
         "MlpLstmPolicy",
         env,
         learning_rate=3e-3,
@@ -359,7 +362,7 @@ def target_log_probs_by_full_replay(policy: MlpLstmPolicy, batch: PathBatch) -> 
 
 def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
     env = random_paths_env(2, seed=1)
-    model = TrustPCL(
+    model = RecurrentTrustPCL(
         "MlpLstmPolicy",
         env,
         learning_starts=60,
@@ -375,10 +378,10 @@ def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
     perturb(model.policy_target, seed=1)
     batch = model.replay_buffer.sample(16)
     assert batch.history is not None and int(batch.history.offsets.max()) > 0
-    tau = 0.01
+    ent_coef = 0.01
     with th.no_grad():
         values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
-        residual = model._consistency(batch, values, log_prob, final_values, tau).residual
+        residual = model._consistency(batch, values, log_prob, final_values, ent_coef).residual
         expected_target = target_log_probs_by_full_replay(model.policy_target, batch)
 
         def consistency_with(target_log_probs: th.Tensor) -> th.Tensor:
@@ -390,7 +393,7 @@ def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
                 batch.mask,
                 gamma=model.gamma,
                 rollout=model.rollout,
-                tau=tau,
+                tau=ent_coef,
                 target_log_probs=target_log_probs,
                 relative_entropy_coef=model.relative_entropy_coef,
                 start_windows=model.start_windows,
@@ -412,7 +415,7 @@ def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
 
 def test_trust_pcl_lstm_target_values_and_sampling_from_target() -> None:
     env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
-    model = TrustPCL(
+    model = RecurrentTrustPCL(
         "MlpLstmPolicy",
         env,
         learning_starts=100,
@@ -436,11 +439,11 @@ def test_trust_pcl_lstm_target_values_and_sampling_from_target() -> None:
 
 
 def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:
-    model = PCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
+    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
     model.learn(200)
     perturb(model.policy_target, seed=2)  # make the target distinguishable from the online policy
     model.save(tmp_path / "model")
-    loaded = PCL.load(tmp_path / "model")
+    loaded = RecurrentPCL.load(tmp_path / "model")
     assert isinstance(loaded.policy, MlpLstmPolicy) and isinstance(loaded.policy_target, MlpLstmPolicy)
     for mine, theirs in [(model.policy, loaded.policy), (model.policy_target, loaded.policy_target)]:
         for key, value in mine.state_dict().items():
@@ -483,14 +486,14 @@ def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:
 
     # The collection state is not saved: it is rebuilt for the new envs (another number of them here).
     assert loaded._collection_state is None
-    loaded = PCL.load(tmp_path / "model", env=make_vec_env("CartPole-v1", n_envs=3, seed=4))
+    loaded = RecurrentPCL.load(tmp_path / "model", env=make_vec_env("CartPole-v1", n_envs=3, seed=4))
     loaded.learn(120)
     assert loaded._collection_state is not None and loaded._collection_state[0].shape[1] == 3
 
 
 def test_vec_normalize_history_is_normalized_like_the_batch() -> None:
     env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0), norm_obs=True, norm_reward=True)
-    model = PCL("MlpLstmPolicy", env, learning_starts=60, train_freq=8, seed=0, policy_kwargs=LSTM)
+    model = RecurrentPCL("MlpLstmPolicy", env, learning_starts=60, train_freq=8, seed=0, policy_kwargs=LSTM)
     model.learn(200)
     batch = model.replay_buffer.sample(8, env=model.get_vec_normalize_env())
     assert batch.history is not None
@@ -516,7 +519,7 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
         assert result.returncode == 0, f"{module} exited with {result.returncode}:\n{output[-6000:]}"
         return output
 
-    conf = tmp_path / "pcl_lstm.yml"
+    conf = tmp_path / "recurrent_pcl.yml"
     entry = {
         "policy": "MlpLstmPolicy",
         "n_timesteps": 400,
@@ -524,9 +527,20 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
         "policy_kwargs": "dict(lstm_hidden_size=16)",
     }
     conf.write_text(yaml.safe_dump({"CartPole-v1": entry}))
-    common = ["--algo", "pcl", "--env", "CartPole-v1", "--seed", "0", "--num-threads", "1", "-f", str(tmp_path / "logs")]
+    common = [
+        "--algo",
+        "recurrent_pcl",
+        "--env",
+        "CartPole-v1",
+        "--seed",
+        "0",
+        "--num-threads",
+        "1",
+        "-f",
+        str(tmp_path / "logs"),
+    ]
     run_module("sb3_pcl.zoo.train", [*common, "--conf-file", str(conf), "--eval-freq", "-1"], cwd=tmp_path)
-    enjoy_args = ["--algo", "pcl", "--env", "CartPole-v1", "-f", str(tmp_path / "logs"), "--no-render", "-n", "150"]
+    enjoy_args = ["--algo", "recurrent_pcl", "--env", "CartPole-v1", "-f", str(tmp_path / "logs"), "--no-render", "-n", "150"]
     output = run_module("sb3_pcl.zoo.enjoy", [*enjoy_args, "--num-threads", "1"], cwd=tmp_path)
     assert "Episode Reward" in output
 
@@ -536,26 +550,61 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"value_optimizer": "grad"}, "value_optimizer='grad' is not supported with MlpLstmPolicy"),
-        ({"policy_optimizer": "trust_region", "value_optimizer": "grad"}, "policy_optimizer='trust_region'"),
-        ({"replay_buffer_kwargs": {"replay_from_start": False}}, "replay_from_start"),
+        ({"value_fit": "grad"}, "value_fit='grad' is not supported by {}"),
+        ({"value_fit": "best_fit"}, "value_fit='best_fit' is not supported by {}"),
+        (
+            {"policy_step": "trust_region", "policy_step_kwargs": {"loss": "surrogate"}, "value_fit": "grad"},
+            "policy_step='trust_region' is not supported by {}",
+        ),
+        ({"replay_buffer_kwargs": {"replay_from_start": False}}, "replay_buffer_kwargs['replay_from_start'] must be True"),
     ],
 )
-def test_unsupported_combinations_are_rejected(kwargs: dict[str, Any], match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        PCL("MlpLstmPolicy", "CartPole-v1", **kwargs)
+def test_unsupported_combinations_are_rejected(algo: type[RecurrentPCL], kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(match.format(algo.__name__))):
+        algo("MlpLstmPolicy", "CartPole-v1", **kwargs)
 
 
-def test_other_recurrent_policies_are_rejected() -> None:
-    with pytest.raises(ValueError, match="MlpLstmPolicy"):
-        PCL(ContribMlpLstmPolicy, "CartPole-v1")
+@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
+def test_other_recurrent_policies_are_rejected(algo: type[RecurrentPCL]) -> None:
+    with pytest.raises(ValueError, match=rf"{algo.__name__} supports one recurrent policy, 'MlpLstmPolicy'"):
+        algo(ContribMlpLstmPolicy, "CartPole-v1")
+
+
+@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
+def test_feed_forward_policies_are_not_recurrent_aliases(algo: type[RecurrentPCL]) -> None:
+    with pytest.raises(ValueError, match="Policy MlpPolicy unknown"):
+        algo("MlpPolicy", "CartPole-v1")
+
+
+@pytest.mark.parametrize("algo, recurrent_algo", [(PCL, "RecurrentPCL"), (TrustPCL, "RecurrentTrustPCL")])
+@pytest.mark.parametrize("policy", ["MlpLstmPolicy", "UnifiedMlpLstmPolicy"])
+def test_feed_forward_algorithms_reject_recurrent_policies(algo: type[PCL], recurrent_algo: str, policy: str) -> None:
+    """Recurrent policies moved to RecurrentPCL / RecurrentTrustPCL: the error names the class to use."""
+    with pytest.raises(ValueError, match=rf"{policy} is a recurrent policy: use .*\b{recurrent_algo}\b"):
+        algo(policy, "CartPole-v1")
+
+
+@pytest.mark.parametrize("policy_class", [MlpLstmPolicy, ContribMlpLstmPolicy], ids=["sb3_pcl", "sb3_contrib"])
+def test_feed_forward_pcl_rejects_a_recurrent_policy_class(policy_class: type) -> None:
+    with pytest.raises(ValueError, match="RecurrentPCL"):
+        PCL(policy_class, "CartPole-v1")
+
+
+def test_recurrent_trust_pcl_takes_trust_pcl_defaults() -> None:
+    model = RecurrentTrustPCL("MlpLstmPolicy", "CartPole-v1", policy_kwargs=LSTM)
+    assert isinstance(model, TrustPCL) and isinstance(model, RecurrentPCL)
+    assert (model.ent_coef, model.target_network_lag, model.max_divergence) == (0.0, 0.99, 0.001)
+    assert model.tau == pytest.approx(0.01)  # SB3's meaning: 1 - target_network_lag
+    assert (model.value_fit, model.policy_step) == ("joint", "gradient")
+    assert model.replay_buffer.replay_from_start
 
 
 def test_batch_without_history_is_rejected() -> None:
-    model = PCL("MlpLstmPolicy", random_paths_env(1), learning_starts=20, gradient_steps=0, policy_kwargs=LSTM)
+    model = RecurrentPCL("MlpLstmPolicy", random_paths_env(1), learning_starts=20, gradient_steps=0, policy_kwargs=LSTM)
     model.learn(30)
     batch = model.replay_buffer.sample(4)._replace(history=None)
     with pytest.raises(ValueError, match="replay_from_start=True"):
@@ -568,5 +617,5 @@ def test_feed_forward_policies_get_no_history(policy: str) -> None:
     model.learn(100)
     assert not model.replay_buffer.replay_from_start
     assert model.replay_buffer.sample(4).history is None
-    assert model._collection_state is None
-    assert "MlpLstmPolicy" in TrustPCL.policy_aliases and "UnifiedMlpPolicy" in PCL.policy_aliases
+    assert getattr(model, "_collection_state", None) is None
+    assert "MlpLstmPolicy" in RecurrentTrustPCL.policy_aliases and "UnifiedMlpPolicy" in PCL.policy_aliases

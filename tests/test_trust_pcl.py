@@ -12,7 +12,7 @@ import torch as th
 import yaml
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
-from pcl_testing import FAST
+from pcl_testing import FAST, accepted_arguments
 from stable_baselines3.common.distributions import kl_divergence
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
@@ -174,7 +174,7 @@ def test_relative_entropy_consistency_matches_naive_reference(env_id, use_target
         env_id,
         seed=0,
         gamma=gamma,
-        tau=tau,
+        ent_coef=tau,
         max_divergence=None,
         relative_entropy_coef=lam,
         use_target_values=use_target_values,
@@ -208,7 +208,7 @@ def test_polyak_update_of_target_policy_and_value_networks():
         "CartPole-v1",
         seed=0,
         target_network_lag=lag,
-        value_optimizer="grad",
+        value_fit="grad",
         **{**FAST, "learning_starts": 10_000},
     )
     model.learn(100)
@@ -220,7 +220,7 @@ def test_polyak_update_of_target_policy_and_value_networks():
     assert any(k.startswith("value_net") for k in after) and any(k.startswith("action_net") for k in after)
     for name, value in after.items():
         th.testing.assert_close(value, lag * target_before[name] + (1 - lag) * online_before[name], atol=1e-6, rtol=0)
-    value_params = {id(p) for p in model._value_parameters()}
+    value_params = {id(p) for p in model._value_fit.value_parameters()}
     assert any(not th.equal(p, online_before[n]) for n, p in model.policy.named_parameters() if id(p) in value_params)
 
 
@@ -419,7 +419,7 @@ def test_unmonitored_env_warns_that_lambda_cannot_adapt():
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 def test_discrete_and_box_actions_train(env_id):
-    model = TrustPCL("MlpPolicy", env_id, seed=0, value_optimizer="grad", use_target_values=True, **FAST)
+    model = TrustPCL("MlpPolicy", env_id, seed=0, value_fit="grad", use_target_values=True, **FAST)
     model.learn(300)
     assert model._n_updates > 0
     for param in model.policy.parameters():
@@ -439,7 +439,7 @@ def test_gsde_with_the_relative_entropy_term(squash):
         sde_sample_freq=4,
         max_divergence=None,
         relative_entropy_coef=1.0,
-        tau=0.01,
+        ent_coef=0.01,
         target_network_lag=0.5,
         policy_kwargs={"squash_output": squash, "log_std_init": -2.0},
         **FAST,
@@ -454,10 +454,32 @@ def test_gsde_with_the_relative_entropy_term(squash):
     assert th.isfinite(online).all()
 
 
-def test_trust_pcl_accepts_every_pcl_hyperparameter():
-    pcl_params = set(inspect.signature(PCL.__init__).parameters)
-    missing = pcl_params - set(inspect.signature(TrustPCL.__init__).parameters)
-    assert not missing, f"TrustPCL does not forward {sorted(missing)}"
+def test_trust_pcl_declares_only_what_it_adds_and_forwards_the_rest():
+    declared = set(inspect.signature(TrustPCL.__init__).parameters)
+    own = {"max_divergence", "lambda_smoothing", "lambda_window"}
+    changed_defaults = {"ent_coef", "target_network_lag"}
+    assert declared == {"self", "policy", "env", "kwargs"} | own | changed_defaults
+    pcl_defaults = {name: p.default for name, p in inspect.signature(PCL.__init__).parameters.items()}
+    trust_defaults = {name: p.default for name, p in inspect.signature(TrustPCL.__init__).parameters.items()}
+    assert all(trust_defaults[name] != pcl_defaults[name] for name in changed_defaults)
+    # every other PCL argument reaches the model unchanged
+    forwarded = {
+        "rollout": 3,
+        "vf_coef": 0.7,
+        "value_fit": "grad",
+        "value_fit_kwargs": {"mix": 0.5},
+        "sample_from": "target",
+        "use_target_values": True,
+        "relative_entropy_coef": 0.2,
+        "start_windows": False,
+        "clip_adv": 2.0,
+    }
+    model = TrustPCL("MlpPolicy", "CartPole-v1", **{**FAST, "learning_starts": 10_000, **forwarded})
+    for name, value in forwarded.items():
+        assert getattr(model, name) == value, name
+    assert model._value_fit.mix == 0.5
+    with pytest.raises(TypeError, match="tau"):
+        TrustPCL("MlpPolicy", "CartPole-v1", tau=0.1)  # the old name of ent_coef is gone, not silently reinterpreted
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"], ids=["Discrete", "Box"])
@@ -468,16 +490,15 @@ def test_trust_region_policy_step_with_the_relative_entropy_term(env_id):
         "MlpPolicy",
         env_id,
         seed=0,
-        policy_optimizer="trust_region",
-        target_kl=target_kl,
-        cg_damping=0.05,
-        value_optimizer="grad",
+        policy_step="trust_region",
+        policy_step_kwargs={"target_kl": target_kl, "cg_damping": 0.05},
+        value_fit="grad",
         max_divergence=None,
         relative_entropy_coef=2.0,
         **FAST,
     )
     model.learn(300)
-    assert model._n_updates > 0 and model.policy_optimizer_name == "trust_region"
+    assert model._n_updates > 0 and model.policy_step == "trust_region"
     # the policy moved away from its lagged target, so the relative-entropy term takes part in the step
     online, target = model.policy.state_dict(), model.policy_target.state_dict()
     assert any(not th.equal(online[name], target[name]) for name in online)
@@ -490,7 +511,7 @@ def test_trust_region_policy_step_with_the_relative_entropy_term(env_id):
         values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
         consistency = model._consistency(batch, values, log_prob, final_values, 0.0)
         before = float((0.5 * consistency.residual.detach() ** 2 * consistency.mask).sum(0).mean())
-        stats = model._policy_step_trust_region(batch, 0.0, consistency)
+        stats = model._policy_step.step(batch, th.zeros(()), consistency, 0.0)
         with th.no_grad():
             kl = kl_divergence(old, model.policy.get_distribution(obs))
             kl = float((kl.sum(dim=-1) if kl.dim() > 1 else kl).mean())
@@ -548,7 +569,7 @@ def test_invalid_hyperparameters(kwargs, name):
 def test_shipped_hyperparameters_and_sampler_build_the_algorithm():
     entries = yaml.safe_load((hyperparams_dir() / "trust_pcl.yml").read_text())
     assert {"CartPole-v1", "Acrobot-v1", "Pendulum-v1", "HalfCheetah-v5", "Hopper-v5"} <= set(entries)
-    accepted = set(TrustPCL.__init__.__code__.co_varnames)
+    accepted = accepted_arguments(TrustPCL)
     for env_id in entries:
         kwargs = load_hyperparams("trust_pcl", env_id).kwargs
         assert set(kwargs) <= accepted, env_id
@@ -561,7 +582,7 @@ def test_shipped_hyperparameters_and_sampler_build_the_algorithm():
     assert cheetah.policy.activation_fn is th.nn.ReLU and not cheetah.policy.ortho_init
     assert th.allclose(cheetah.policy.log_std, th.full((6,), -1.0))
     # ... with gamma 0.99 and the policy's learning rate annealed from 2e-3 to 0 (the value fit keeps 2e-3)
-    assert cheetah.gamma == 0.99 and cheetah.value_learning_rate == 2e-3
+    assert cheetah.gamma == 0.99 and cheetah._value_fit.learning_rate == 2e-3
     assert [cheetah.lr_schedule(p) for p in (1.0, 0.5, 0.0)] == pytest.approx([2e-3, 1e-3, 0.0])
 
     import optuna

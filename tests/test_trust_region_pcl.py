@@ -1,7 +1,8 @@
-"""PCL with a trust-region policy step and the separate value optimisers ("grad", "best_fit", "lbfgs")."""
+"""PCL with a trust-region policy step (``policy_step="trust_region"``) and the separate value fits (grad, best_fit, lbfgs)."""
 
 import copy
 import math
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -11,8 +12,9 @@ from stable_baselines3.common.distributions import CategoricalDistribution, Diag
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 
-from sb3_pcl import PCL
+from sb3_pcl import PCL, TrustPCL
 from sb3_pcl.common.consistency import pcl_policy_loss, value_targets
+from sb3_pcl.common.policy_step import TrustRegionStep
 from sb3_pcl.common.trust_region import (
     backtracking_line_search,
     fisher_vector_product_fn,
@@ -22,6 +24,7 @@ from sb3_pcl.common.trust_region import (
     state_kl,
     trust_region_step,
 )
+from sb3_pcl.common.value_fit import BestFitValueFit, make_value_fit
 
 FAST = {
     "learning_starts": 100,
@@ -31,7 +34,7 @@ FAST = {
     "max_segment_length": 16,
     "rollout": 4,
 }
-TRUST_REGION = {"policy_optimizer": "trust_region", "value_optimizer": "grad"}
+TRUST_REGION = {"policy_step": "trust_region", "value_fit": "grad"}
 
 
 def flat_params(params) -> th.Tensor:
@@ -331,18 +334,19 @@ def test_squared_consistency_objective_gradient_is_the_clipped_residual():
     ids=["default", "large-lightly-damped"],
 )
 def test_trust_region_updates_respect_the_kl_bound(env_id, settings):
-    model = filled_model(env_id, **TRUST_REGION, **settings)
+    model = filled_model(env_id, **TRUST_REGION, policy_step_kwargs=settings)
     target_kl = settings["target_kl"]
+    assert model._policy_step.target_kl == target_kl
     kls, accepted = [], 0
     for _ in range(6):
         batch = model.replay_buffer.sample(8)
         old = valid_distribution(model, batch)
-        before = flat_params(model._policy_parameters())
+        before = flat_params(model._value_fit.policy_parameters())
         stats = model._train_on_batch(batch, 0.01)
         kl = batch_kl(model, old, batch)
         assert kl <= target_kl * (1 + 1e-5), (kl, stats)
         assert kl == pytest.approx(stats["kl"], rel=1e-3, abs=1e-7)
-        moved = not th.equal(flat_params(model._policy_parameters()), before)
+        moved = not th.equal(flat_params(model._value_fit.policy_parameters()), before)
         assert moved == bool(stats["line_search_success"])
         accepted += int(stats["line_search_success"])
         kls.append(kl)
@@ -350,10 +354,10 @@ def test_trust_region_updates_respect_the_kl_bound(env_id, settings):
     assert max(kls) > 0.1 * target_kl  # real steps, not vanishing ones
 
 
-def _objective(model: PCL, batch, tau: float, loss: str, old_residual: th.Tensor) -> float:
+def _objective(model: PCL, batch, ent_coef: float, loss: str, old_residual: th.Tensor) -> float:
     """The trust-region loss at the current parameters, written out here (not PCL's closure)."""
     with th.no_grad():
-        current = model._consistency(batch, *model._evaluate(model.policy, batch)[:3], tau)
+        current = model._consistency(batch, *model._evaluate(model.policy, batch)[:3], ent_coef)
     if loss == "consistency":
         return float((0.5 * current.residual**2 * current.mask).sum(0).mean())
     return float(-(old_residual * current.window_log_probs * current.mask).sum(0).mean())
@@ -362,18 +366,19 @@ def _objective(model: PCL, batch, tau: float, loss: str, old_residual: th.Tensor
 @pytest.mark.parametrize("loss", ["consistency", "surrogate"])
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"], ids=["Discrete", "Box"])
 def test_accepted_trust_region_step_decreases_the_loss(env_id, loss):
-    model = filled_model(env_id, **TRUST_REGION, trust_region_loss=loss)
-    tau = 0.05
+    model = filled_model(env_id, **TRUST_REGION, policy_step_kwargs={"loss": loss})
+    assert isinstance(model._policy_step, TrustRegionStep) and model._policy_step.loss == loss
+    ent_coef = 0.05
     n_accepted = 0
     for _ in range(4):
         batch = model.replay_buffer.sample(8)
         values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
-        consistency = model._consistency(batch, values, log_prob, final_values, tau)
+        consistency = model._consistency(batch, values, log_prob, final_values, ent_coef)
         old_residual = consistency.residual.detach()
 
-        before = _objective(model, batch, tau, loss, old_residual)
-        stats = model._policy_step_trust_region(batch, tau, consistency)
-        after = _objective(model, batch, tau, loss, old_residual)
+        before = _objective(model, batch, ent_coef, loss, old_residual)
+        stats = model._policy_step.step(batch, pcl_policy_loss(consistency, model.clip_adv), consistency, ent_coef)
+        after = _objective(model, batch, ent_coef, loss, old_residual)
         if stats["line_search_success"]:
             n_accepted += 1
             assert after < before
@@ -386,20 +391,24 @@ def test_accepted_trust_region_step_decreases_the_loss(env_id, loss):
 def test_trust_region_moves_only_policy_parameters_and_logs():
     model = filled_model("CartPole-v1", **TRUST_REGION)
     model.set_logger(configure(None, []))
-    value_before = flat_params(model._value_parameters())
-    policy_before = flat_params(model._policy_parameters())
-    value_ids = {id(p) for p in model._value_parameters()}
-    model.value_optimizer_name = "best_fit"  # a deterministic value fit that cannot touch the policy
+    value_before = flat_params(model._value_fit.value_parameters())
+    policy_before = flat_params(model._value_fit.policy_parameters())
+    value_ids = {id(p) for p in model._value_fit.value_parameters()}
+    # a deterministic value fit that cannot touch the policy
+    model._value_fit = make_value_fit("best_fit", None)
+    model._value_fit.setup(model)
     model.train(gradient_steps=2, batch_size=16)
     logged = model.logger.name_to_value
     for key in ("train/kl", "train/line_search_success", "train/step_size", "train/line_search_trials", "train/grad_norm"):
         assert key in logged, key
-    assert 0 <= logged["train/kl"] <= model.target_kl
-    assert not th.equal(flat_params(model._policy_parameters()), policy_before)
-    assert not th.equal(flat_params(model._value_parameters()), value_before)  # the value fit ran
+    assert "train/value_fit_loss" in logged
+    assert 0 <= logged["train/kl"] <= model._policy_step.target_kl
+    assert not th.equal(flat_params(model._value_fit.policy_parameters()), policy_before)
+    assert not th.equal(flat_params(model._value_fit.value_parameters()), value_before)  # the value fit ran
     # the policy parameters of the step exclude the value parameters, and cover all the others
-    assert not value_ids & {id(p) for p in model._policy_parameters()}
-    assert {id(p) for p in model._policy_parameters()} | value_ids == {id(p) for p in model.policy.parameters()}
+    assert {id(p) for p in model._value_fit.value_parameters()} == value_ids
+    assert not value_ids & {id(p) for p in model._value_fit.policy_parameters()}
+    assert {id(p) for p in model._value_fit.policy_parameters()} | value_ids == {id(p) for p in model.policy.parameters()}
 
 
 @pytest.mark.slow
@@ -410,13 +419,12 @@ def test_trust_region_pcl_learns_cartpole(loss):
         "MlpPolicy",
         "CartPole-v1",
         seed=0,
-        policy_optimizer="trust_region",
-        value_optimizer="grad",
-        trust_region_loss=loss,
+        policy_step="trust_region",
+        policy_step_kwargs={"loss": loss, "target_kl": 0.01},
+        value_fit="grad",
         learning_starts=500,
         train_freq=64,
         batch_size=32,
-        target_kl=0.01,
     )
     model.learn(6_000)
     mean_return, _ = evaluate_policy(model, gym.make("CartPole-v1"), n_eval_episodes=10, deterministic=True)
@@ -424,13 +432,15 @@ def test_trust_region_pcl_learns_cartpole(loss):
 
 
 # ----------------------------------------------------------------------------------------------
-# 3. value optimisers
+# 3. value fits
 # ----------------------------------------------------------------------------------------------
 
 
 def test_best_fit_is_the_least_squares_solution_of_the_last_layer():
-    model = filled_model("Pendulum-v1", value_optimizer="best_fit", value_mix=0.5, value_reg_coef=1e-3)
-    tau = model.tau
+    model = filled_model("Pendulum-v1", value_fit="best_fit", value_fit_kwargs={"mix": 0.5, "reg_coef": 1e-3})
+    assert isinstance(model._value_fit, BestFitValueFit)
+    assert (model._value_fit.mix, model._value_fit.reg_coef) == (0.5, 1e-3)
+    ent_coef = model.ent_coef
     batch = model.replay_buffer.sample(16)
     policy = model.policy
     n_steps, n_paths = batch.mask.shape
@@ -439,14 +449,14 @@ def test_best_fit_is_the_least_squares_solution_of_the_last_layer():
         # features of the last hidden layer, computed here by hand from the policy's modules
         features = policy.mlp_extractor.forward_critic(policy.extract_features(obs, policy.vf_features_extractor))
         values, log_prob, final_values, _ = model._evaluate(policy, batch)
-        targets = value_targets(model._consistency(batch, values, log_prob, final_values, tau))
+        targets = value_targets(model._consistency(batch, values, log_prob, final_values, ent_coef))
     valid = batch.mask.reshape(-1).bool().numpy()
     y = (0.5 * targets + 0.5 * values).reshape(-1).numpy()[valid].astype(np.float64)
     x = np.hstack([features.numpy()[valid], np.ones((valid.sum(), 1))]).astype(np.float64)
     expected = np.linalg.solve(x.T @ x + 1e-3 * np.eye(x.shape[1]), x.T @ y)
     hidden_before = flat_params(policy.mlp_extractor.value_net.parameters())
 
-    fit_loss = model._fit_values_separately(batch, tau)
+    fit_loss = model._value_fit.fit(batch, ent_coef)
     np.testing.assert_allclose(policy.value_net.weight.detach().numpy().reshape(-1), expected[:-1], rtol=2e-3, atol=2e-3)
     assert float(policy.value_net.bias.detach()) == pytest.approx(expected[-1], rel=2e-3, abs=2e-3)
     assert fit_loss == pytest.approx(np.mean((x @ expected - y) ** 2), rel=1e-3)
@@ -457,9 +467,10 @@ def test_best_fit_is_the_least_squares_solution_of_the_last_layer():
 
 
 def test_lbfgs_reduces_the_value_loss_and_leaves_the_policy():
-    model = filled_model("Pendulum-v1", value_optimizer="lbfgs", value_gradient_steps=10)
+    model = filled_model("Pendulum-v1", value_fit="lbfgs", value_fit_kwargs={"max_iter": 10})
+    assert model._value_fit.max_iter == 10
     batch = model.replay_buffer.sample(16)
-    obs, intended = model._value_regression_targets(batch, model.tau)
+    obs, intended = model._value_fit.targets(batch, model.ent_coef)
     n_steps, n_paths = batch.mask.shape
 
     def regression_loss() -> float:
@@ -468,32 +479,33 @@ def test_lbfgs_reduces_the_value_loss_and_leaves_the_policy():
             return float((batch.mask * (prediction - intended) ** 2).sum() / batch.mask.sum())
 
     before = regression_loss()
-    policy_before = flat_params(model._policy_parameters())
-    fit_loss = model._fit_values_separately(batch, model.tau)
+    policy_before = flat_params(model._value_fit.policy_parameters())
+    fit_loss = model._value_fit.fit(batch, model.ent_coef)
     after = regression_loss()
     assert after < 0.5 * before
     assert fit_loss == pytest.approx(after, rel=1e-5)
-    assert th.equal(flat_params(model._policy_parameters()), policy_before)
+    assert th.equal(flat_params(model._value_fit.policy_parameters()), policy_before)
 
 
 def test_best_fit_warns_when_the_batch_has_fewer_steps_than_parameters():
-    model = filled_model("Pendulum-v1", value_optimizer="best_fit")
+    model = filled_model("Pendulum-v1", value_fit="best_fit")
     batch = model.replay_buffer.sample(2)  # at most 2 x 16 valid steps for 64 + 1 parameters
     with pytest.warns(UserWarning, match="interpolates"):
-        model._fit_values_separately(batch, model.tau)
+        model._value_fit.fit(batch, model.ent_coef)
 
 
-@pytest.mark.filterwarnings("ignore:value_optimizer='best_fit' fits")
-@pytest.mark.parametrize("value_optimizer", ["best_fit", "lbfgs"])
-def test_stateless_value_optimizers_train_with_adam_policy(value_optimizer):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, value_optimizer=value_optimizer, **FAST)
-    value_ids = {id(p) for p in model._value_parameters()}
-    assert model.value_optimizer is None
+@pytest.mark.filterwarnings("ignore:value_fit='best_fit' fits")
+@pytest.mark.parametrize("value_fit", ["best_fit", "lbfgs"])
+def test_stateless_value_fits_train_with_the_gradient_policy_step(value_fit):
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, value_fit=value_fit, **FAST)
+    assert model.policy_step == "gradient"
+    value_ids = {id(p) for p in model._value_fit.value_parameters()}
+    assert model._value_fit.optimizer is None
     policy_opt_ids = {id(p) for group in model.policy.optimizer.param_groups for p in group["params"]}
     assert not value_ids & policy_opt_ids  # the policy's Adam does not move the value
-    value_before = flat_params(model._value_parameters())
+    value_before = flat_params(model._value_fit.value_parameters())
     model.learn(300)
-    assert not th.equal(flat_params(model._value_parameters()), value_before)
+    assert not th.equal(flat_params(model._value_fit.value_parameters()), value_before)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -501,15 +513,18 @@ def test_stateless_value_optimizers_train_with_adam_policy(value_optimizer):
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value_optimizer", ["grad", "lbfgs"])
-def test_save_load_round_trip(tmp_path, value_optimizer):
+@pytest.mark.parametrize(
+    "value_fit, value_fit_kwargs",
+    [("grad", {"learning_rate": 5e-4, "gradient_steps": 3, "mix": 0.8}), ("lbfgs", {"max_iter": 3, "mix": 0.7})],
+)
+def test_save_load_round_trip(tmp_path, value_fit, value_fit_kwargs):
     settings = {"target_kl": 0.02, "cg_max_steps": 7, "cg_damping": 0.05, "line_search_max_iter": 6}
     model = filled_model(
         "CartPole-v1",
-        policy_optimizer="trust_region",
-        value_optimizer=value_optimizer,
-        trust_region_loss="surrogate",
-        **settings,
+        policy_step="trust_region",
+        policy_step_kwargs={"loss": "surrogate", **settings},
+        value_fit=value_fit,
+        value_fit_kwargs=value_fit_kwargs,
     )
     obs = np.stack([model.observation_space.sample() for _ in range(20)])
     actions, _ = model.predict(obs, deterministic=True)
@@ -517,58 +532,111 @@ def test_save_load_round_trip(tmp_path, value_optimizer):
 
     loaded = PCL.load(tmp_path / "tr.zip", env=gym.make("CartPole-v1"))
     np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], actions)
-    assert (loaded.policy_optimizer_name, loaded.value_optimizer_name, loaded.trust_region_loss) == (
-        "trust_region",
-        value_optimizer,
-        "surrogate",
-    )
+    assert (loaded.policy_step, loaded.value_fit) == ("trust_region", value_fit)
+    assert isinstance(loaded._policy_step, TrustRegionStep) and loaded._policy_step.loss == "surrogate"
     for name, value in settings.items():
-        assert getattr(loaded, name) == value, name
-    if value_optimizer == "grad":
-        assert loaded.value_optimizer is not None
-        original = model.value_optimizer.state_dict()["state"]
+        assert getattr(loaded._policy_step, name) == value, name
+    assert loaded.value_fit_kwargs == value_fit_kwargs
+    for name, value in value_fit_kwargs.items():
+        assert getattr(loaded._value_fit, name) == value, name
+    if value_fit == "grad":
+        assert loaded._value_fit.optimizer is not None
+        assert loaded._value_fit.optimizer.param_groups[0]["lr"] == value_fit_kwargs["learning_rate"]
+        original = model._value_fit.optimizer.state_dict()["state"]
         assert original
-        for key, state in loaded.value_optimizer.state_dict()["state"].items():
+        for key, state in loaded._value_fit.optimizer.state_dict()["state"].items():
             assert th.equal(state["exp_avg"], original[key]["exp_avg"])
     else:
-        assert loaded.value_optimizer is None
-    before = flat_params(loaded._policy_parameters())
+        assert loaded._value_fit.optimizer is None
+    before = flat_params(loaded._value_fit.policy_parameters())
     loaded.learn(200, reset_num_timesteps=False)
     assert loaded._n_updates > model._n_updates
-    assert not th.equal(flat_params(loaded._policy_parameters()), before)
+    assert not th.equal(flat_params(loaded._value_fit.policy_parameters()), before)
+
+
+def _trust_region(**policy_step_kwargs) -> dict:
+    return {**TRUST_REGION, "policy_step_kwargs": policy_step_kwargs}
+
+
+def _fit(value_fit: str, **value_fit_kwargs) -> dict:
+    return {"value_fit": value_fit, "value_fit_kwargs": value_fit_kwargs}
 
 
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        ({"policy_optimizer": "sgd"}, "policy_optimizer"),
-        ({"trust_region_loss": "kl"}, "trust_region_loss"),
-        ({"target_kl": 0.0}, "target_kl"),
-        ({"target_kl": -0.01}, "target_kl"),
-        ({"target_kl": float("inf")}, "target_kl"),
-        ({"cg_max_steps": 0}, "cg_max_steps"),
-        ({"cg_max_steps": 2.5}, "cg_max_steps"),
-        ({"cg_damping": -0.1}, "cg_damping"),
-        ({"line_search_max_iter": 0}, "line_search_max_iter"),
-        ({"line_search_shrinking_factor": 0.0}, "line_search_shrinking_factor"),
-        ({"line_search_shrinking_factor": 1.0}, "line_search_shrinking_factor"),
-        ({"value_reg_coef": 0.0}, "value_reg_coef"),
-        ({"value_optimizer": "newton"}, "value_optimizer"),
-        ({"policy_optimizer": "trust_region"}, "value_optimizer"),  # the value needs its own optimiser
-        ({"policy_optimizer": "trust_region", "value_optimizer": "grad", "tau": 0.0}, "trust_region_loss"),
+        ({"policy_step": "sgd"}, "policy_step must be one of ('gradient', 'trust_region')"),
+        ({"policy_step": "adam"}, "policy_step must be one of"),  # the old name of the gradient step
+        (_trust_region(loss="kl"), "policy_step_kwargs['loss']"),
+        (_trust_region(target_kl=0.0), "policy_step_kwargs['target_kl']"),
+        (_trust_region(target_kl=-0.01), "policy_step_kwargs['target_kl']"),
+        (_trust_region(target_kl=float("inf")), "policy_step_kwargs['target_kl']"),
+        (_trust_region(target_kl=float("nan")), "policy_step_kwargs['target_kl']"),
+        (_trust_region(cg_max_steps=0), "policy_step_kwargs['cg_max_steps']"),
+        (_trust_region(cg_max_steps=2.5), "policy_step_kwargs['cg_max_steps']"),
+        (_trust_region(cg_damping=-0.1), "policy_step_kwargs['cg_damping']"),
+        (_trust_region(cg_damping=float("nan")), "policy_step_kwargs['cg_damping']"),
+        (_trust_region(line_search_max_iter=0), "policy_step_kwargs['line_search_max_iter']"),
+        (_trust_region(line_search_shrinking_factor=0.0), "policy_step_kwargs['line_search_shrinking_factor']"),
+        (_trust_region(line_search_shrinking_factor=1.0), "policy_step_kwargs['line_search_shrinking_factor']"),
+        (_fit("best_fit", reg_coef=0.0), "value_fit_kwargs['reg_coef']"),
+        (_fit("best_fit", reg_coef=float("nan")), "value_fit_kwargs['reg_coef']"),
+        (_fit("grad", mix=0.0), "value_fit_kwargs['mix']"),
+        (_fit("best_fit", mix=1.5), "value_fit_kwargs['mix']"),
+        (_fit("lbfgs", mix=float("nan")), "value_fit_kwargs['mix']"),
+        (_fit("grad", learning_rate=0.0), "value_fit_kwargs['learning_rate']"),
+        (_fit("grad", gradient_steps=0), "value_fit_kwargs['gradient_steps']"),
+        (_fit("lbfgs", max_iter=0), "value_fit_kwargs['max_iter']"),
+        ({"value_fit": "newton"}, "value_fit must be one of ('joint', 'grad', 'best_fit', 'lbfgs')"),
+        ({"value_fit": None}, "value_fit must be one of"),  # the old spelling of the joint fit
+        ({"policy_step": "trust_region"}, "value_fit must be one of"),  # the value needs a separate fit
+        ({**TRUST_REGION, "ent_coef": 0.0}, "policy_step_kwargs['loss']='consistency' needs ent_coef"),
     ],
 )
 def test_invalid_hyperparameters(kwargs, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError, match=re.escape(name)):
         PCL("MlpPolicy", "CartPole-v1", **kwargs)
 
 
+@pytest.mark.parametrize("algo", [PCL, TrustPCL])
+@pytest.mark.parametrize(
+    "kwargs, argument, key",
+    [
+        ({"value_fit": "grad", "value_fit_kwargs": {"reg_coef": 1e-3}}, "value_fit_kwargs", "reg_coef"),  # best_fit's
+        ({"value_fit": "lbfgs", "value_fit_kwargs": {"gradient_steps": 10}}, "value_fit_kwargs", "gradient_steps"),
+        ({"value_fit_kwargs": {"mix": 0.5}}, "value_fit_kwargs", "mix"),  # the joint fit takes no settings
+        ({"value_fit": "grad", "value_fit_kwargs": {"value_mix": 0.5}}, "value_fit_kwargs", "value_mix"),  # old name
+        ({"policy_step_kwargs": {"target_kl": 0.01}}, "policy_step_kwargs", "target_kl"),  # the gradient step takes none
+        (
+            {**TRUST_REGION, "policy_step_kwargs": {"trust_region_loss": "surrogate"}},
+            "policy_step_kwargs",
+            "trust_region_loss",
+        ),
+        ({"value_fit": "grad", "value_fit_kwargs": [("mix", 0.5)]}, "value_fit_kwargs must be None or a dict", "mix"),
+        ({**TRUST_REGION, "policy_step_kwargs": "surrogate"}, "policy_step_kwargs must be None or a dict", "surrogate"),
+    ],
+)
+def test_unknown_settings_of_a_part_are_rejected(algo, kwargs, argument, key):
+    with pytest.raises(ValueError, match=re.escape(argument)) as error:
+        algo("MlpPolicy", "CartPole-v1", **kwargs)
+    assert key in str(error.value)
+
+
 def test_trust_region_with_zero_entropy_works_with_the_surrogate():
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, tau=0.0, trust_region_loss="surrogate", **TRUST_REGION, **FAST)
+    model = PCL(
+        "MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.0, policy_step_kwargs={"loss": "surrogate"}, **TRUST_REGION, **FAST
+    )
     model.learn(300)
     assert model._n_updates > 0
 
 
-def test_unified_policy_rejects_trust_region():
-    with pytest.raises(ValueError, match="UnifiedPolicy"):
-        PCL("UnifiedMlpPolicy", "CartPole-v1", **TRUST_REGION)
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (TRUST_REGION, "value_fit='grad' is not supported with UnifiedPolicy"),
+        ({"policy_step": "trust_region"}, "with policy_step='trust_region'"),  # and the joint fit does not suit the step
+    ],
+)
+def test_unified_policy_rejects_trust_region(kwargs, match):
+    with pytest.raises(ValueError, match=re.escape(match)):
+        PCL("UnifiedMlpPolicy", "CartPole-v1", **kwargs)

@@ -1,9 +1,12 @@
 """
-Unified PCL: one network, ``pi = softmax(logits)``, ``V(s) = (tau + lambda) * logsumexp(logits)``.
+Unified PCL: one network, ``pi = softmax(logits)``, ``V(s) = (ent_coef + lambda) * logsumexp(logits)``.
 
-For ``MultiDiscrete`` actions ``pi`` is a product of categoricals and ``V(s) = (tau + lambda) * sum_k logsumexp(l_k)``;
-``UnifiedMlpPolicy`` is the feed-forward policy, ``UnifiedMlpLstmPolicy`` the recurrent one.
+For ``MultiDiscrete`` actions ``pi`` is a product of categoricals and
+``V(s) = (ent_coef + lambda) * sum_k logsumexp(l_k)``; ``UnifiedMlpPolicy`` is the feed-forward policy (PCL, TrustPCL),
+``UnifiedMlpLstmPolicy`` the recurrent one (RecurrentPCL, RecurrentTrustPCL).
 """
+
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -12,9 +15,10 @@ import torch as th
 from gymnasium import spaces
 from pcl_testing import FAST
 
-from sb3_pcl import PCL, TrustPCL
+from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
 from sb3_pcl.common.consistency import pcl_value_loss
-from sb3_pcl.pcl.policies import UnifiedLstmPolicy, UnifiedPolicy, UnifiedValue
+from sb3_pcl.pcl.policies import UnifiedPolicy, UnifiedValue
+from sb3_pcl.recurrent_pcl.policies import UnifiedLstmPolicy
 
 th.set_num_threads(1)
 
@@ -37,7 +41,7 @@ def test_unified_lstm_refuses_a_critic_lstm() -> None:
 
 @pytest.fixture
 def model() -> PCL:
-    model = PCL("UnifiedMlpPolicy", "CartPole-v1", tau=0.05, relative_entropy_coef=0.02, seed=0, **FAST)
+    model = PCL("UnifiedMlpPolicy", "CartPole-v1", ent_coef=0.05, relative_entropy_coef=0.02, seed=0, **FAST)
     model.learn(200)
     return model
 
@@ -84,10 +88,10 @@ def test_trains_and_value_gradient_reaches_policy_mlp() -> None:
     assert model.policy.value_net.weight.grad is None
 
 
-@pytest.mark.parametrize("policy", ["UnifiedMlpPolicy", "UnifiedMlpLstmPolicy"])
-def test_box_action_space_raises(policy: str) -> None:
+@pytest.mark.parametrize("algo, policy", [(PCL, "UnifiedMlpPolicy"), (RecurrentPCL, "UnifiedMlpLstmPolicy")])
+def test_box_action_space_raises(algo: type[PCL], policy: str) -> None:
     with pytest.raises(ValueError, match=r"Discrete and MultiDiscrete action spaces, got Box\(-2\.0, 2\.0, \(1,\)"):
-        PCL(policy, "Pendulum-v1", **FAST)
+        algo(policy, "Pendulum-v1", **FAST)
 
 
 def test_save_load_round_trip(model: PCL, tmp_path) -> None:
@@ -100,9 +104,12 @@ def test_save_load_round_trip(model: PCL, tmp_path) -> None:
         np.testing.assert_allclose(loaded.policy.predict_values(obs).numpy(), model.policy.predict_values(obs).numpy())
 
 
-def test_grad_value_optimizer_raises() -> None:
-    with pytest.raises(ValueError, match="value_optimizer"):
-        PCL("UnifiedMlpPolicy", gym.make("CartPole-v1"), value_optimizer="grad", **FAST)
+@pytest.mark.parametrize("value_fit", ["grad", "best_fit", "lbfgs"])
+def test_separate_value_fit_raises(value_fit: str) -> None:
+    """The soft value has no parameters of its own: only the joint fit applies."""
+    match = re.escape(f"value_fit={value_fit!r} is not supported with UnifiedPolicy") + ".*use value_fit='joint'"
+    with pytest.raises(ValueError, match=match):
+        PCL("UnifiedMlpPolicy", gym.make("CartPole-v1"), value_fit=value_fit, **FAST)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -181,7 +188,7 @@ def test_mlp_unified_value_matches_naive_loop(action_space: spaces.Space) -> Non
 
 
 def test_mlp_unified_pcl_learns_multi_discrete() -> None:
-    model = PCL("UnifiedMlpPolicy", "sb3_pcl/Copy-v0", tau=0.05, relative_entropy_coef=0.02, seed=0, **FAST)
+    model = PCL("UnifiedMlpPolicy", "sb3_pcl/Copy-v0", ent_coef=0.05, relative_entropy_coef=0.02, seed=0, **FAST)
     model.learn(200)
     policy = model.policy
     assert isinstance(policy, UnifiedPolicy) and isinstance(model.action_space, spaces.MultiDiscrete)
@@ -228,11 +235,11 @@ def test_multi_binary_action_space_raises(policy_class: type[UnifiedValue]) -> N
 
 
 @pytest.fixture
-def recurrent_model() -> PCL:
-    model = PCL(
+def recurrent_model() -> RecurrentPCL:
+    model = RecurrentPCL(
         "UnifiedMlpLstmPolicy",
         "sb3_pcl/Copy-v0",
-        tau=0.05,
+        ent_coef=0.05,
         relative_entropy_coef=0.02,
         seed=0,
         policy_kwargs=LSTM,
@@ -242,7 +249,7 @@ def recurrent_model() -> PCL:
     return model
 
 
-def test_recurrent_unified_pcl_learns_and_round_trips(recurrent_model: PCL, tmp_path) -> None:
+def test_recurrent_unified_pcl_learns_and_round_trips(recurrent_model: RecurrentPCL, tmp_path) -> None:
     model = recurrent_model
     policy = model.policy
     assert isinstance(policy, UnifiedLstmPolicy)
@@ -253,7 +260,7 @@ def test_recurrent_unified_pcl_learns_and_round_trips(recurrent_model: PCL, tmp_
     assert policy._get_constructor_parameters()["temperature"] == policy.temperature
 
     model.save(tmp_path / "unified_lstm")
-    loaded = PCL.load(tmp_path / "unified_lstm")
+    loaded = RecurrentPCL.load(tmp_path / "unified_lstm")
     assert isinstance(loaded.policy, UnifiedLstmPolicy)
     assert loaded.policy.temperature == policy.temperature
     assert loaded.policy_target.temperature == policy.temperature  # type: ignore[attr-defined]
@@ -279,7 +286,7 @@ def test_recurrent_unified_pcl_learns_and_round_trips(recurrent_model: PCL, tmp_
     np.testing.assert_allclose(loaded_values.numpy(), values.numpy(), rtol=1e-6, atol=1e-6)
 
 
-def test_recurrent_unified_value_gradient_reaches_the_lstm(recurrent_model: PCL) -> None:
+def test_recurrent_unified_value_gradient_reaches_the_lstm(recurrent_model: RecurrentPCL) -> None:
     model = recurrent_model
     batch = model.replay_buffer.sample(4)
     values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
@@ -290,16 +297,33 @@ def test_recurrent_unified_value_gradient_reaches_the_lstm(recurrent_model: PCL)
     assert model.policy.value_net.weight.grad is None
 
 
-SEPARATE_VALUE = [{"value_optimizer": "grad"}, {"policy_optimizer": "trust_region", "value_optimizer": "grad"}]
+SEPARATE_VALUE = [
+    ({"value_fit": "grad"}, "value_fit='grad' is not supported by {}"),
+    (
+        {"policy_step": "trust_region", "policy_step_kwargs": {"loss": "surrogate"}, "value_fit": "grad"},
+        "policy_step='trust_region' is not supported by {}",
+    ),
+]
 
 
-@pytest.mark.parametrize("kwargs", SEPARATE_VALUE)
-def test_recurrent_unified_rejects_separate_value_settings(kwargs: dict) -> None:
-    with pytest.raises(ValueError, match=r"not supported|must be None"):
-        PCL("UnifiedMlpLstmPolicy", "sb3_pcl/Copy-v0", policy_kwargs=LSTM, **kwargs, **FAST)
+@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
+@pytest.mark.parametrize("kwargs, match", SEPARATE_VALUE)
+def test_recurrent_unified_rejects_separate_value_settings(algo: type[RecurrentPCL], kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(match.format(algo.__name__))):
+        algo("UnifiedMlpLstmPolicy", "sb3_pcl/Copy-v0", policy_kwargs=LSTM, **kwargs, **FAST)
 
 
-def test_trust_pcl_has_the_unified_aliases() -> None:
-    for name, policy_class in (("UnifiedMlpPolicy", UnifiedPolicy), ("UnifiedMlpLstmPolicy", UnifiedLstmPolicy)):
-        assert PCL.policy_aliases[name] is policy_class
-        assert TrustPCL.policy_aliases[name] is policy_class
+def test_the_unified_aliases() -> None:
+    """Feed-forward PCL and Trust-PCL take ``UnifiedMlpPolicy``; their recurrent variants take ``UnifiedMlpLstmPolicy``."""
+    for algo in (PCL, TrustPCL):
+        assert algo.policy_aliases["UnifiedMlpPolicy"] is UnifiedPolicy
+        assert "UnifiedMlpLstmPolicy" not in algo.policy_aliases
+    for algo in (RecurrentPCL, RecurrentTrustPCL):
+        assert algo.policy_aliases["UnifiedMlpLstmPolicy"] is UnifiedLstmPolicy
+        assert "UnifiedMlpPolicy" not in algo.policy_aliases
+
+
+@pytest.mark.parametrize("algo, recurrent_algo", [(PCL, "RecurrentPCL"), (TrustPCL, "RecurrentTrustPCL")])
+def test_feed_forward_algorithms_reject_the_recurrent_unified_policy(algo: type[PCL], recurrent_algo: str) -> None:
+    with pytest.raises(ValueError, match=rf"UnifiedMlpLstmPolicy is a recurrent policy: use .*\b{recurrent_algo}\b"):
+        algo("UnifiedMlpLstmPolicy", "sb3_pcl/Copy-v0", policy_kwargs=LSTM, **FAST)

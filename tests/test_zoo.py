@@ -67,8 +67,19 @@ def conf_args(algo: str, tmp_path: Path) -> list[str]:
     if path.is_file() and ENV_ID in (yaml.safe_load(path.read_text()) or {}):
         return []
     fallback = tmp_path / f"{algo}_fallback.yml"
-    fallback.write_text(yaml.safe_dump({ENV_ID: {"policy": "MlpPolicy", "n_timesteps": 2000, "n_envs": 2}}))
+    fallback.write_text(yaml.safe_dump({ENV_ID: {"policy": default_policy(algo), "n_timesteps": 2000, "n_envs": 2}}))
     return ["--conf-file", str(fallback)]
+
+
+def default_policy(algo: str) -> str:
+    """:return: ``"MlpPolicy"``, or ``"MlpLstmPolicy"`` for the recurrent algorithms that take no other"""
+    aliases = sb3_pcl.ALGOS[algo].policy_aliases
+    return "MlpPolicy" if "MlpPolicy" in aliases else "MlpLstmPolicy"
+
+
+def accepts(algo_class: type, name: str) -> bool:
+    """:return: whether the algorithm takes the argument ``name`` (declared by it or by a base class it forwards to)"""
+    return any(name in inspect.signature(cls.__init__).parameters for cls in algo_class.__mro__ if "__init__" in vars(cls))
 
 
 def learning_starts(algo: str, steps: int) -> list[str]:
@@ -78,7 +89,7 @@ def learning_starts(algo: str, steps: int) -> list[str]:
     :return: ``-params learning_starts:<steps>`` when the algorithm has that argument (so that short
         runs train), else nothing
     """
-    if "learning_starts" in inspect.signature(sb3_pcl.ALGOS[algo]).parameters:
+    if accepts(sb3_pcl.ALGOS[algo], "learning_starts"):
         return ["-params", f"learning_starts:{steps}"]
     return []
 
@@ -152,7 +163,7 @@ def test_sampler_kwargs_build_the_algorithm(algo: str) -> None:
             kwargs = SAMPLERS[algo](trial, 0, n_envs, additional_args)
             # a stored trial converts back to the same keyword arguments (``--trial-id``)
             assert CONVERTERS[algo](trial.params) == kwargs
-            model = sb3_pcl.ALGOS[algo]("MlpPolicy", make_vec_env(ENV_ID, n_envs=n_envs), seed=0, **kwargs)
+            model = sb3_pcl.ALGOS[algo](default_policy(algo), make_vec_env(ENV_ID, n_envs=n_envs), seed=0, **kwargs)
             assert model.policy is not None
             study.tell(trial, 0.0)
     finally:

@@ -276,8 +276,11 @@ class PathReplayBuffer(BaseBuffer):
         self.handle_timeout_termination = handle_timeout_termination
         self.replay_from_start = replay_from_start
         self.distinct_paths = distinct_paths
+        self._clear()
 
-        # Storage, allocated on first use.
+    def _clear(self) -> None:
+        """Empty storage and path bookkeeping (allocated on first use); the settings are kept."""
+        n_envs = self.n_envs
         self.observations: np.ndarray | None = None
         self.actions: np.ndarray | None = None
         self.rewards: np.ndarray | None = None
@@ -353,20 +356,9 @@ class PathReplayBuffer(BaseBuffer):
         return int(index.length[: index.n_rows][index.live[: index.n_rows] & index.is_seed[: index.n_rows]].sum())
 
     def reset(self) -> None:
-        """Remove every path, seeded ones included."""
-        self.__init__(  # type: ignore[misc]
-            self.buffer_size,
-            self.observation_space,
-            self.action_space,
-            device=self.device,
-            n_envs=self.n_envs,
-            alpha=self.alpha,
-            priority=self.priority,
-            eviction=self.eviction,
-            max_segment_length=self.max_segment_length,
-            handle_timeout_termination=self.handle_timeout_termination,
-            replay_from_start=self.replay_from_start,
-        )
+        """Remove every path, seeded ones included; every setting (sampling mode, priorities, ...) is kept."""
+        super().reset()
+        self._clear()
 
     def _new_path(self, env_idx: int, is_seed: bool = False) -> Path:
         path = Path(path_id=self.next_path_id, env_idx=env_idx, first_step=self.add_count, is_seed=is_seed)

@@ -36,10 +36,22 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, unwrap_vec_normalize
 
-__all__ = ["EPISODE_KEYS", "Demonstration", "check_episodes", "load_episodes", "record_episodes", "save_episodes"]
+from sb3_pcl.common.buffers import PathReplayBuffer
+
+__all__ = [
+    "EPISODE_KEYS",
+    "Demonstration",
+    "DemonstrationsCallback",
+    "check_episodes",
+    "load_episodes",
+    "record_episodes",
+    "save_episodes",
+    "seed_replay",
+]
 
 #: keys every episode dict must have (``truncated`` is optional, ``False`` when absent)
 EPISODE_KEYS = ("observations", "actions", "rewards", "terminated")
@@ -397,3 +409,81 @@ def _record(
         obs = next_obs
         episode_start = np.asarray(dones, dtype=bool)
     return episodes
+
+
+def seed_replay(
+    buffer: PathReplayBuffer,
+    episodes: Sequence[Mapping[str, Any]] | str | os.PathLike[str],
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+) -> tuple[int, int]:
+    """
+    Add demonstrations to a path replay as seeded paths (never evicted, sampled with the top priority).
+
+    Every episode is checked first (:func:`check_episodes`); nothing is added when one is invalid.
+
+    :param buffer: the replay
+    :param episodes: episode dicts, or the path of a file written by :func:`save_episodes`
+    :param observation_space: the model's observation space
+    :param action_space: the model's action space
+    :return: the number of paths and of transitions added
+    :raises ValueError: when an episode does not fit the spaces, or the replay would have no room left for one
+        collected transition per env
+    """
+    if isinstance(episodes, (str, os.PathLike)):
+        episodes = load_episodes(episodes)
+    checked = check_episodes(episodes, observation_space, action_space)
+    n_transitions = sum(len(episode.rewards) for episode in checked)
+    room = buffer.buffer_size - buffer.n_seeded_transitions - buffer.n_envs
+    if n_transitions > room:
+        raise ValueError(
+            f"The demonstrations hold {n_transitions} transitions but the replay (buffer_size={buffer.buffer_size}, "
+            f"{buffer.n_seeded_transitions} already seeded) has room for {max(room, 0)} with one slot "
+            "per env left for collection: raise buffer_size or seed fewer episodes"
+        )
+    for episode in checked:
+        buffer.add_path(
+            episode.observations.reshape((len(episode.observations), *buffer.obs_shape)),
+            episode.actions.reshape((len(episode.rewards), buffer.action_dim)).astype(np.float32),
+            episode.rewards,
+            terminated=episode.terminated,
+            seed=True,
+        )
+    return len(checked), n_transitions
+
+
+class DemonstrationsCallback(BaseCallback):
+    """
+    Seed an off-policy PCL model's replay with demonstrations when training starts (e.g. from an rl-zoo3 YAML file).
+
+    At the start of every ``learn`` whose replay holds no seeded path yet, the episodes are added with
+    :meth:`sb3_pcl.PCL.add_demonstrations` (checked against the model's spaces first): a fresh replay, or one reset
+    or replaced since, is seeded again.
+
+    :param episodes: an episodes ``.npz`` file written by :func:`save_episodes`, or a list of episode dicts
+    :param verbose: 0 no output, 1 info
+    """
+
+    def __init__(self, episodes: str | os.PathLike[str] | Sequence[Mapping[str, Any]], verbose: int = 0):
+        super().__init__(verbose)
+        if isinstance(episodes, (str, os.PathLike)) and not os.path.isfile(episodes):
+            raise FileNotFoundError(f"DemonstrationsCallback: no episodes file at {os.fspath(episodes)!r}")
+        self.episodes = episodes
+
+    def demonstrations(self) -> str | os.PathLike[str] | Sequence[Mapping[str, Any]]:
+        """:return: what to seed the replay with (subclasses generate it from the model's env)"""
+        return self.episodes
+
+    def _on_training_start(self) -> None:
+        add_demonstrations = getattr(self.model, "add_demonstrations", None)
+        if add_demonstrations is None:
+            raise TypeError(
+                f"{type(self).__name__} needs a model with a path replay (PCL, TrustPCL, ...), not {type(self.model).__name__}"
+            )
+        if self.model.replay_buffer.n_seeded_paths == 0:  # type: ignore[attr-defined]
+            n_added = add_demonstrations(self.demonstrations())
+            if self.verbose >= 1:
+                print(f"{type(self).__name__}: seeded the replay with {n_added} paths")
+
+    def _on_step(self) -> bool:
+        return True

@@ -7,6 +7,8 @@ directory, editable install or not.
 """
 
 import ast
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -59,6 +61,10 @@ class Hyperparams(NamedTuple):
     """``VecNormalize`` keyword arguments when the entry normalises, else ``None``"""
     env_kwargs: dict[str, Any]
     """keyword arguments of the env constructor"""
+    vec_env_wrappers: list[tuple[Callable[..., Any], dict[str, Any]]]
+    """the entry's ``vec_env_wrapper`` classes with their keyword arguments, applied in order before ``VecNormalize``"""
+    callbacks: list[tuple[Callable[..., Any], dict[str, Any]]]
+    """the entry's ``callback`` classes with their keyword arguments"""
 
 
 def _parse_normalize(value: Any) -> dict[str, Any] | None:
@@ -77,6 +83,38 @@ def _parse_normalize(value: Any) -> dict[str, Any] | None:
     if isinstance(value, dict):
         return dict(value)
     return {} if value else None
+
+
+def _import(name: str) -> Callable[..., Any]:
+    """:return: the object a dotted ``module.Name`` names"""
+    module, _, attribute = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ValueError(f"cannot import {name!r} ({error})") from error
+
+
+def _parse_classes(key: str, value: Any) -> list[tuple[Callable[..., Any], dict[str, Any]]]:
+    """
+    ``vec_env_wrapper`` / ``callback`` as rl-zoo3 writes them: ``"module.Class"``, ``{"module.Class": kwargs}`` or a list
+    of those.
+
+    :param key: the entry's key (for the error message)
+    :param value: its value
+    :return: the classes with their keyword arguments
+    """
+    if value is None:
+        return []
+    parsed = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str):
+            parsed.append((_import(item), {}))
+        elif isinstance(item, dict) and len(item) == 1:
+            ((name, kwargs),) = item.items()
+            parsed.append((_import(name), dict(kwargs or {})))
+        else:
+            raise ValueError(f"{key}: expected 'module.Class', {{'module.Class': kwargs}} or a list of them, got {item!r}")
+    return parsed
 
 
 def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -> Hyperparams:
@@ -106,4 +144,6 @@ def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -
         n_envs=n_envs,
         normalize=_parse_normalize(entry.get("normalize", False)),
         env_kwargs=dict(entry.get("env_kwargs") or {}),
+        vec_env_wrappers=_parse_classes("vec_env_wrapper", entry.get("vec_env_wrapper")),
+        callbacks=_parse_classes("callback", entry.get("callback")),
     )

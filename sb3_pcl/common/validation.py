@@ -33,6 +33,28 @@ def check(ok: bool, name: str, value: Any, allowed: str) -> None:
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
+def build_part(argument: str, part: type, kwargs: dict[str, Any] | None) -> Any:
+    """
+    Build an algorithm's part (a value fit, a policy step, ...) from the ``<argument>_kwargs`` the user passed.
+
+    :param argument: the argument that selected ``part`` (e.g. ``"value_fit"``)
+    :param part: the part's class (its ``name`` is the value of ``argument`` that selects it)
+    :param kwargs: the settings the user passed (``None``: the defaults)
+    :return: ``part(**kwargs)``
+    :raises ValueError: when ``kwargs`` is not a dict, or holds a setting the part does not take
+    """
+    kwargs = {} if kwargs is None else kwargs
+    check(isinstance(kwargs, dict), f"{argument}_kwargs", kwargs, "None or a dict")
+    try:
+        return part(**kwargs)
+    except TypeError as error:
+        name = getattr(part, "name", part.__name__)
+        raise ValueError(
+            f"{argument}_kwargs {kwargs!r} has a setting {argument}={name!r} does not take ({error}); "
+            f"see the docstring of {part.__module__}.{part.__name__}"
+        ) from None
+
+
 def fail_hyperparameter(owner: Any, name: str, allowed: str) -> None:
     """Deprecated form of :func:`check`, removed once every algorithm uses :func:`check`."""
     check(False, name, getattr(owner, name), allowed)

@@ -27,6 +27,7 @@ from sb3_pcl.envs.algorithmic import (
 )
 from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
 from sb3_pcl.envs.expert import (
+    ExpertPathsCallback,
     expert_actions,
     expert_episodes_for_vec_env,
     expert_task,
@@ -44,6 +45,7 @@ __all__ = [
     "CombinedActionWrapper",
     "CopyEnv",
     "DuplicatedInputEnv",
+    "ExpertPathsCallback",
     "GridAlgorithmicEnv",
     "RepeatCopyEnv",
     "ReverseEnv",

@@ -20,7 +20,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 # The episode files are shared by every source of demonstrations; re-exported here for compatibility.
-from sb3_pcl.common.demonstrations import load_episodes, save_episodes
+from sb3_pcl.common.demonstrations import DemonstrationsCallback, load_episodes, save_episodes
 from sb3_pcl.envs.algorithmic import (
     AlgorithmicEnv,
     CopyEnv,
@@ -38,6 +38,7 @@ SEED_EXPERT_MIN_LENGTHS = (2, 8)
 
 __all__ = [
     "SEED_EXPERT_MIN_LENGTHS",
+    "ExpertPathsCallback",
     "expert_actions",
     "expert_episodes_for_vec_env",
     "generate_expert_episodes",
@@ -272,3 +273,36 @@ def expert_episodes_for_vec_env(
         for episode in episodes:
             episode["actions"] = np.asarray(venv.env_method("encode_batch", episode["actions"], indices=[0])[0])
     return episodes
+
+
+class ExpertPathsCallback(DemonstrationsCallback):
+    """
+    Seed a PCL model's replay with scripted expert episodes of its algorithmic task when training starts.
+
+    The original code's ``num_expert_paths``: the episodes are played by :func:`expert_episodes_for_vec_env` in a
+    copy of the training env's first env (with inputs of 2 to 10 symbols, :data:`SEED_EXPERT_MIN_LENGTHS`, whatever
+    the curriculum's length), from a seed derived from the model's, and added with ``add_demonstrations`` at the
+    start of every ``learn`` whose replay holds no seeded path yet.
+
+    :param n_paths: number of expert episodes
+    :param verbose: 0 no output, 1 info
+    """
+
+    def __init__(self, n_paths: int, verbose: int = 0):
+        if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 1:
+            raise ValueError(f"n_paths must be an integer >= 1, got {n_paths!r}")
+        super().__init__([], verbose)
+        self.n_paths = int(n_paths)
+
+    def _init_callback(self) -> None:
+        env = self.model.get_env()
+        if env is None:
+            raise ValueError("ExpertPathsCallback needs the model's training env")
+        expert_task(env)  # fails early, naming the problem, when the env has no expert
+
+    def demonstrations(self) -> list[dict[str, Any]]:
+        env = self.model.get_env()
+        assert env is not None
+        # A seed derived from the model's: the expert's inputs differ from the training env's first ones.
+        seed = int(np.random.default_rng(self.model.seed).integers(2**31 - 1))
+        return expert_episodes_for_vec_env(env, self.n_paths, seed=seed, min_lengths=SEED_EXPERT_MIN_LENGTHS)

@@ -7,16 +7,11 @@ MultiBinary and Box actions (a diagonal Gaussian with a learned, state-independe
 with separate policy and value MLPs by default (2 x 64 tanh units: the seed's MLP).
 
 Unified PCL uses one network for both: ``pi = softmax(logits)`` and
-``V(s) = temperature * logsumexp(logits)``, with ``temperature = tau + lambda`` (set by PCL); for
+``V(s) = temperature * logsumexp(logits)``, with ``temperature = ent_coef + lambda`` (set by PCL); for
 ``MultiDiscrete`` actions ``pi`` is factorised over the components and
 ``V(s) = temperature * sum_k logsumexp(logits_k)``. :class:`UnifiedValue` holds that value and its
-temperature; :class:`UnifiedPolicy` is the feed-forward policy built on it, :class:`UnifiedLstmPolicy`
-the recurrent one.
-
-``MlpLstmPolicy`` is the recurrent policy of the original code (an LSTM fed with the observation
-and the previous action, linear action and value heads on its output,
-:mod:`sb3_pcl.common.recurrent`); PCL replays each sampled segment's path from its first step to
-rebuild the recurrent state.
+temperature; :class:`UnifiedPolicy` is the feed-forward policy built on it
+(:class:`~sb3_pcl.recurrent_pcl.policies.UnifiedLstmPolicy` the recurrent one).
 """
 
 from typing import Any
@@ -29,7 +24,6 @@ from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticP
 from stable_baselines3.common.type_aliases import PyTorchObs
 
 from sb3_pcl.common.consistency import soft_value
-from sb3_pcl.common.recurrent import MlpLstmPolicy
 
 MlpPolicy = ActorCriticPolicy
 CnnPolicy = ActorCriticCnnPolicy
@@ -137,39 +131,11 @@ class UnifiedPolicy(UnifiedValue):
         return self.unified_value(self.action_logits(obs))
 
 
-class UnifiedLstmPolicy(UnifiedValue, MlpLstmPolicy):
-    """
-    Unified PCL's recurrent policy: :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy` whose heads read both the
-    action distribution and the soft value (:class:`UnifiedValue`) from the action logits on the LSTM output.
-
-    Its value head (``value_net``) is unused, so ``detach_value`` has no effect and a critic LSTM
-    (``enable_critic_lstm=True``) is refused.
-
-    :param observation_space: observation space
-    :param action_space: a ``Discrete`` or ``MultiDiscrete`` action space
-    :param lr_schedule: learning rate schedule
-    :param temperature: ``tau + lambda``
-    :param kwargs: the other arguments of :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy`
-    """
-
-    def __init__(self, *args: Any, enable_critic_lstm: bool = False, **kwargs: Any):
-        if enable_critic_lstm:
-            raise ValueError("UnifiedLstmPolicy reads the value from the action logits: enable_critic_lstm must be False")
-        super().__init__(*args, **kwargs)
-
-    def _heads(self, latent: th.Tensor) -> tuple[Distribution, th.Tensor]:
-        return self.unified_heads(self.action_net(self.mlp_extractor.forward_actor(latent)))
-
-
 UnifiedMlpPolicy = UnifiedPolicy
-UnifiedMlpLstmPolicy = UnifiedLstmPolicy
 
 __all__ = [
     "CnnPolicy",
-    "MlpLstmPolicy",
     "MlpPolicy",
-    "UnifiedLstmPolicy",
-    "UnifiedMlpLstmPolicy",
     "UnifiedMlpPolicy",
     "UnifiedPolicy",
     "UnifiedValue",

@@ -1,4 +1,4 @@
-from sb3_pcl.trust_pcl.policies import CnnPolicy, MlpLstmPolicy, MlpPolicy
+from sb3_pcl.trust_pcl.policies import CnnPolicy, MlpPolicy, UnifiedMlpPolicy
 from sb3_pcl.trust_pcl.trust_pcl import TrustPCL
 
-__all__ = ["CnnPolicy", "MlpLstmPolicy", "MlpPolicy", "TrustPCL"]
+__all__ = ["CnnPolicy", "MlpPolicy", "TrustPCL", "UnifiedMlpPolicy"]

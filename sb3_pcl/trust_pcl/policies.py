@@ -1,5 +1,5 @@
-"""Policies of Trust-PCL: PCL's (``MlpPolicy``, ``CnnPolicy``, ``MlpLstmPolicy``); the algorithm builds the target copy."""
+"""Policies of Trust-PCL: PCL's (``MlpPolicy``, ``CnnPolicy``, ``UnifiedMlpPolicy``); the algorithm builds the target copy."""
 
-from sb3_pcl.pcl.policies import CnnPolicy, MlpLstmPolicy, MlpPolicy
+from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedMlpPolicy
 
-__all__ = ["CnnPolicy", "MlpLstmPolicy", "MlpPolicy"]
+__all__ = ["CnnPolicy", "MlpPolicy", "UnifiedMlpPolicy"]

@@ -47,7 +47,7 @@ def sample_pcl_params(trial: optuna.Trial, n_actions: int, n_envs: int, addition
     """
     Sample PCL hyperparameters.
 
-    The ranges cover the settings of the PCL paper (entropy ``tau`` down to 1e-5, rollouts of
+    The ranges cover the settings of the PCL paper (entropy ``ent_coef`` down to 1e-5, rollouts of
     1 to 50 steps, undiscounted and discounted returns) around the defaults of :class:`~sb3_pcl.PCL`.
 
     :param trial: the Optuna trial
@@ -61,11 +61,11 @@ def sample_pcl_params(trial: optuna.Trial, n_actions: int, n_envs: int, addition
         "batch_size": trial.suggest_categorical("batch_size", [8, 16, 32, 64, 128]),
         "rollout": trial.suggest_categorical("rollout", [1, 2, 5, 10, 20, 50]),
         "gamma": trial.suggest_categorical("gamma", [0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0]),
-        "tau": trial.suggest_float("tau", 1e-5, 1.0, log=True),
+        "ent_coef": trial.suggest_float("ent_coef", 1e-5, 1.0, log=True),
         "train_freq": trial.suggest_categorical("train_freq", [1, 4, 8, 16, 32, 64]),
         "gradient_steps": trial.suggest_categorical("gradient_steps", [1, 2, 4, 8]),
         "max_segment_length": trial.suggest_categorical("max_segment_length", [10, 20, 50, 100, 200]),
-        "critic_weight": trial.suggest_float("critic_weight", 0.01, 10.0, log=True),
+        "vf_coef": trial.suggest_float("vf_coef", 0.01, 10.0, log=True),
         "max_grad_norm": trial.suggest_float("max_grad_norm", 0.1, 100.0, log=True),
         "target_network_lag": trial.suggest_categorical("target_network_lag", [0.0, 0.9, 0.95, 0.99, 0.995]),
         "net_arch": trial.suggest_categorical("net_arch", list(NET_ARCHS)),
@@ -94,7 +94,7 @@ def sample_trust_pcl_params(
         "batch_size": trial.suggest_categorical("batch_size", [16, 25, 32, 64, 128]),
         "rollout": trial.suggest_categorical("rollout", [1, 5, 10]),
         "gamma": trial.suggest_categorical("gamma", [0.9, 0.95, 0.98, 0.99, 0.995, 0.999]),
-        "tau": trial.suggest_categorical("tau", [0.0, 1e-4, 1e-3, 1e-2]),
+        "ent_coef": trial.suggest_categorical("ent_coef", [0.0, 1e-4, 1e-3, 1e-2]),
         "max_divergence": trial.suggest_categorical("max_divergence", [0.0005, 0.001, 0.002, 0.005]),
         "lambda_smoothing": trial.suggest_categorical("lambda_smoothing", [0.9, 0.95, 0.99]),
         "train_freq": trial.suggest_categorical("train_freq", [1, 4, 8, 16, 32, 64, 100]),
@@ -164,6 +164,8 @@ def sample_urex_params(trial: optuna.Trial, n_actions: int, n_envs: int, additio
 SAMPLERS: dict[str, Sampler] = {
     "pcl": sample_pcl_params,
     "trust_pcl": sample_trust_pcl_params,
+    "recurrent_pcl": sample_pcl_params,  # net_arch: the MLPs on the LSTM output
+    "recurrent_trust_pcl": sample_trust_pcl_params,
     "reinforce": sample_reinforce_params,
     "urex": sample_urex_params,
 }
@@ -172,6 +174,8 @@ SAMPLERS: dict[str, Sampler] = {
 CONVERTERS: dict[str, Converter] = {
     "pcl": convert_pcl_params,
     "trust_pcl": convert_pcl_params,
+    "recurrent_pcl": convert_pcl_params,
+    "recurrent_trust_pcl": convert_pcl_params,
     "reinforce": convert_full_episode_params,
     "urex": convert_full_episode_params,
 }
