@@ -24,7 +24,7 @@ from sb3_pcl.common.trust_region import (
     state_kl,
     trust_region_step,
 )
-from sb3_pcl.common.value_fit import BestFitValueFit, make_value_fit
+from sb3_pcl.common.value_fit import BestFitValueFit
 
 FAST = {
     "learning_starts": 100,
@@ -395,7 +395,7 @@ def test_trust_region_moves_only_policy_parameters_and_logs():
     policy_before = flat_params(model._value_fit.policy_parameters())
     value_ids = {id(p) for p in model._value_fit.value_parameters()}
     # a deterministic value fit that cannot touch the policy
-    model._value_fit = make_value_fit("best_fit", None)
+    model._value_fit = BestFitValueFit()
     model._value_fit.setup(model)
     model.train(gradient_steps=2, batch_size=16)
     logged = model.logger.name_to_value

@@ -105,7 +105,7 @@ def _parse_classes(key: str, value: Any) -> list[tuple[Callable[..., Any], dict[
     """
     if value is None:
         return []
-    parsed = []
+    parsed: list[tuple[Callable[..., Any], dict[str, Any]]] = []
     for item in value if isinstance(value, list) else [value]:
         if isinstance(item, str):
             parsed.append((_import(item), {}))

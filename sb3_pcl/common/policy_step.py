@@ -13,14 +13,14 @@ How PCL moves its policy on each batch: a gradient step, or a trust-region (natu
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch as th
 
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import Consistency, pcl_policy_loss
 from sb3_pcl.common.trust_region import squared_consistency_objective, state_kl, trust_region_step
-from sb3_pcl.common.validation import build_part, check, is_int, is_real
+from sb3_pcl.common.validation import check, is_int, is_real
 
 if TYPE_CHECKING:
     from sb3_pcl.pcl.pcl import PCL
@@ -189,13 +189,3 @@ class TrustRegionStep(PolicyStep):
 
 #: the policy steps by their ``policy_step`` name
 POLICY_STEPS: dict[str, type[PolicyStep]] = {step.name: step for step in (GradientStep, TrustRegionStep)}
-
-
-def make_policy_step(name: str, kwargs: dict[str, Any] | None) -> PolicyStep:
-    """
-    :param name: ``PCL``'s ``policy_step`` argument
-    :param kwargs: its ``policy_step_kwargs``
-    :return: the step, with its settings checked (``ValueError`` naming the argument otherwise)
-    """
-    check(isinstance(name, str) and name in POLICY_STEPS, "policy_step", name, f"one of {tuple(POLICY_STEPS)}")
-    return build_part("policy_step", POLICY_STEPS[name], kwargs)

@@ -33,22 +33,25 @@ def check(ok: bool, name: str, value: Any, allowed: str) -> None:
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
-def build_part(argument: str, part: type, kwargs: dict[str, Any] | None) -> Any:
+def build_part(argument: str, parts: dict[str, type], name: Any, kwargs: dict[str, Any] | None) -> Any:
     """
-    Build an algorithm's part (a value fit, a policy step, ...) from the ``<argument>_kwargs`` the user passed.
+    Build the part of an algorithm (a value fit, a policy step, ...) an argument selects, from its ``<argument>_kwargs``.
 
-    :param argument: the argument that selected ``part`` (e.g. ``"value_fit"``)
-    :param part: the part's class (its ``name`` is the value of ``argument`` that selects it)
+    :param argument: the argument that selects the part (e.g. ``"value_fit"``)
+    :param parts: the part classes by the argument's values
+    :param name: the argument's value
     :param kwargs: the settings the user passed (``None``: the defaults)
-    :return: ``part(**kwargs)``
-    :raises ValueError: when ``kwargs`` is not a dict, or holds a setting the part does not take
+    :return: ``parts[name](**kwargs)``
+    :raises ValueError: when ``name`` is not a key of ``parts``, ``kwargs`` is not a dict, or it holds a setting the part
+        does not take
     """
+    check(isinstance(name, str) and name in parts, argument, name, f"one of {tuple(parts)}")
     kwargs = {} if kwargs is None else kwargs
     check(isinstance(kwargs, dict), f"{argument}_kwargs", kwargs, "None or a dict")
+    part = parts[name]
     try:
         return part(**kwargs)
     except TypeError as error:
-        name = getattr(part, "name", part.__name__)
         raise ValueError(
             f"{argument}_kwargs {kwargs!r} has a setting {argument}={name!r} does not take ({error}); "
             f"see the docstring of {part.__module__}.{part.__name__}"

@@ -22,7 +22,7 @@ import torch as th
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import value_targets
 from sb3_pcl.common.trust_region import ridge_regression
-from sb3_pcl.common.validation import build_part, check, is_int, is_real
+from sb3_pcl.common.validation import check, is_int, is_real
 
 if TYPE_CHECKING:
     from sb3_pcl.pcl.pcl import PCL
@@ -268,13 +268,3 @@ class LBFGSValueFit(_RegressionFit):
 VALUE_FITS: dict[str, type[ValueFit]] = {
     fit.name: fit for fit in (JointValueFit, GradValueFit, BestFitValueFit, LBFGSValueFit)
 }
-
-
-def make_value_fit(name: str, kwargs: dict[str, Any] | None) -> ValueFit:
-    """
-    :param name: ``PCL``'s ``value_fit`` argument
-    :param kwargs: its ``value_fit_kwargs``
-    :return: the fit, with its settings checked (``ValueError`` naming the argument otherwise)
-    """
-    check(isinstance(name, str) and name in VALUE_FITS, "value_fit", name, f"one of {tuple(VALUE_FITS)}")
-    return build_part("value_fit", VALUE_FITS[name], kwargs)

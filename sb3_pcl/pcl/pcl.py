@@ -5,7 +5,7 @@ import io
 import os
 import pathlib
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -29,14 +29,12 @@ from sb3_pcl.common.consistency import (
     value_targets,
 )
 from sb3_pcl.common.demonstrations import seed_replay
-from sb3_pcl.common.policy_step import PolicyStep, make_policy_step
+from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.trust_region import state_kl
-from sb3_pcl.common.validation import check, is_int, is_real
-from sb3_pcl.common.value_fit import ValueFit, make_value_fit
+from sb3_pcl.common.validation import build_part, check, is_int, is_real
+from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
 from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedValue
-
-SelfPCL = TypeVar("SelfPCL", bound="PCL")
 
 #: PCL's default learning rate: linear decay from 1e-3 to 0 over a ``learn`` call
 DEFAULT_LEARNING_RATE = LinearSchedule(1e-3, 0.0, 1.0)
@@ -166,12 +164,8 @@ class PCL(OffPolicyAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ):
-        check(
-            is_real(target_network_lag) and 0.0 <= target_network_lag <= 1.0,
-            "target_network_lag",
-            target_network_lag,
-            "in [0, 1]",
-        )
+        lag_ok = is_real(target_network_lag) and 0.0 <= target_network_lag <= 1.0  # SB3's tau is 1 - lag
+        check(lag_ok, "target_network_lag", target_network_lag, "in [0, 1]")
         super().__init__(
             policy,
             env,
@@ -214,8 +208,6 @@ class PCL(OffPolicyAlgorithm):
         self.start_windows = start_windows
         self.use_target_values = use_target_values
         self._steps_since_train = 0
-        self._check_hyperparameters()
-
         if _init_setup_model:
             self._setup_model()
 
@@ -231,12 +223,8 @@ class PCL(OffPolicyAlgorithm):
 
         check(is_int(self.rollout) and self.rollout >= 1, "rollout", self.rollout, "an integer >= 1")
         check(is_real(self.gamma) and 0.0 <= self.gamma <= 1.0, "gamma", self.gamma, "in [0, 1]")
-        check(
-            callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef >= 0),
-            "ent_coef",
-            self.ent_coef,
-            ">= 0 (or a schedule)",
-        )
+        ent_ok = callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef >= 0)
+        check(ent_ok, "ent_coef", self.ent_coef, "a finite float >= 0 (or a schedule)")
         check(is_int(self.batch_size) and self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
         check(is_int(self.buffer_size) and self.buffer_size >= 1, "buffer_size", self.buffer_size, "an integer >= 1")
         check(self.batch_size <= self.buffer_size, "batch_size", self.batch_size, f"<= buffer_size ({self.buffer_size})")
@@ -258,8 +246,7 @@ class PCL(OffPolicyAlgorithm):
             raise ValueError(
                 f"{self.policy_class.__name__} is a recurrent policy: use sb3_pcl.RecurrentPCL or RecurrentTrustPCL"
             )
-        make_value_fit(self.value_fit, self.value_fit_kwargs)
-        make_policy_step(self.policy_step, self.policy_step_kwargs).check_model(self)
+        self._build_parts()[1].check_model(self)
 
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
         if policy_name in ("MlpLstmPolicy", "UnifiedMlpLstmPolicy") and policy_name not in self.policy_aliases:
@@ -267,6 +254,7 @@ class PCL(OffPolicyAlgorithm):
         return super()._get_policy_from_name(policy_name)
 
     def _setup_model(self) -> None:
+        self._check_hyperparameters()  # also the values of a loaded model
         if isinstance(self.observation_space, spaces.Dict):
             raise ValueError(
                 f"{type(self).__name__} does not support Dict observation spaces (flatten them with a wrapper first)"
@@ -288,15 +276,19 @@ class PCL(OffPolicyAlgorithm):
         self.policy_target.load_state_dict(self.policy.state_dict())
         self.policy_target.set_training_mode(False)
         self.policy_target.requires_grad_(False)
-        self._value_fit = make_value_fit(self.value_fit, self.value_fit_kwargs)
+        self._value_fit, self._policy_step = self._build_parts()
         self._value_fit.setup(self)
         if not self._value_fit.joint:  # the policy's optimiser must then leave the value parameters alone
             optimizer_class: Any = self.policy.optimizer_class
             self.policy.optimizer = optimizer_class(
                 self._value_fit.policy_parameters(), lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
             )
-        self._policy_step = make_policy_step(self.policy_step, self.policy_step_kwargs)
         self._policy_step.setup(self)
+
+    def _build_parts(self) -> tuple[ValueFit, PolicyStep]:
+        """:return: the value fit and the policy step the arguments select, their settings checked"""
+        value_fit = build_part("value_fit", VALUE_FITS, self.value_fit, self.value_fit_kwargs)
+        return value_fit, build_part("policy_step", POLICY_STEPS, self.policy_step, self.policy_step_kwargs)
 
     @property
     def supports_separate_value(self) -> bool:
@@ -310,27 +302,26 @@ class PCL(OffPolicyAlgorithm):
         action_noise: Any = None,
         n_envs: int = 1,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """
-        Sample actions for the envs; store what the policy sampled (not the clipped env action).
+        """:return: the env actions and the actions as sampled, which the replay stores (their log-probability is exact)"""
+        sampled = self._sample_policy_actions(learning_starts, n_envs)
+        return to_env_actions(self.policy, self.action_space, sampled), sampled
 
+    def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
+        """
         :param learning_starts: random uniform actions before this many steps
-        :param action_noise: unused (PCL's policies are stochastic)
         :param n_envs: number of envs
-        :return: the env actions and the actions to store in the replay buffer
+        :return: the actions of the acting policy (``sample_from``) as sampled, ``(n_envs, *action_shape)``
         """
         if self.num_timesteps < learning_starts:
             sampled = np.array([self.action_space.sample() for _ in range(n_envs)])
-            if self.policy.squash_output:  # stored as the policy would have sampled it, in [-1, 1]
-                sampled = self.policy.scale_action(sampled)
-        else:
-            assert self._last_obs is not None
-            acting = self.policy_target if self.sample_from == "target" else self.policy
-            obs_tensor, _ = acting.obs_to_tensor(self._last_obs)
-            with th.no_grad():
-                sampled = acting._predict(obs_tensor, deterministic=False).cpu().numpy()
-            action_shape: tuple[int, ...] = self.action_space.shape or ()
-            sampled = sampled.reshape((n_envs, *action_shape))
-        return to_env_actions(self.policy, self.action_space, sampled), sampled
+            # stored as the policy would have sampled it: in [-1, 1] for a squashing policy
+            return self.policy.scale_action(sampled) if self.policy.squash_output else sampled
+        assert self._last_obs is not None
+        acting = self.policy_target if self.sample_from == "target" else self.policy
+        obs_tensor, _ = acting.obs_to_tensor(self._last_obs)
+        with th.no_grad():
+            sampled = acting._predict(obs_tensor, deterministic=False).cpu().numpy()
+        return sampled.reshape((n_envs, *(self.action_space.shape or ())))
 
     @property
     def actor(self) -> NoiseControl:  # type: ignore[override]  # SB3 declares a module; it only calls these two
@@ -521,56 +512,21 @@ class PCL(OffPolicyAlgorithm):
             # The envs are about to be reset: the running paths end here, cut.
             self.replay_buffer.close_open_paths()
             self._steps_since_train = 0
+        if tb_log_name == "run":  # SB3's default: name the TensorBoard runs after the class instead (PCL_1, ...)
+            tb_log_name = type(self).__name__
         return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
-
-    def learn(
-        self: SelfPCL,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        log_interval: int = 4,
-        tb_log_name: str | None = None,
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-    ) -> SelfPCL:
-        """
-        Train for ``total_timesteps`` env steps (SB3's off-policy loop).
-
-        :param total_timesteps: env steps to train for
-        :param callback: callback(s) called at every step
-        :param log_interval: dump the logs every this many episodes
-        :param tb_log_name: TensorBoard run name (default: the class name)
-        :param reset_num_timesteps: whether to reset the current timestep count
-        :param progress_bar: display a progress bar
-        :return: the trained model
-        """
-        return super().learn(
-            total_timesteps=total_timesteps,
-            callback=callback,
-            log_interval=log_interval,
-            tb_log_name=tb_log_name or type(self).__name__,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-        )
 
     # ------------------------------------------------------------------ demonstrations
     def add_demonstrations(self, episodes: Sequence[Mapping[str, Any]] | str | os.PathLike[str]) -> int:
         """
-        Seed the replay with demonstrations: paths that are never evicted and are sampled with the top priority.
+        Seed the replay with demonstrations: paths never evicted, sampled with the top priority (checked first, see
+        :func:`~sb3_pcl.common.demonstrations.seed_replay`). Observations and rewards must be the env's raw ones. The
+        replay is not saved with the model: after ``load``, call this again
+        (:class:`~sb3_pcl.common.demonstrations.DemonstrationsCallback` does it at the start of ``learn``).
 
-        Every episode is checked against the model's spaces first (nothing is added when one is invalid).
-        Observations and rewards must be the environment's raw ones, as the replay stores the collected ones
-        (with ``VecNormalize``, batches are normalised when sampled). The replay is not saved with the model:
-        after ``load``, call this again. In rl-zoo3 YAML files,
-        :class:`~sb3_pcl.common.demonstrations.DemonstrationsCallback` does it at the start of training.
-
-        :param episodes: episode dicts (``observations`` ``(T + 1, *obs_shape)``, ``actions`` ``(T, *action_shape)``,
-            ``rewards`` ``(T,)``, ``terminated``), e.g. from :func:`~sb3_pcl.common.demonstrations.record_episodes`,
-            or the path of a file written by :func:`~sb3_pcl.common.demonstrations.save_episodes`
+        :param episodes: episode dicts (``observations`` ``(T + 1, *obs_shape)``, ``actions``, ``rewards``,
+            ``terminated``), e.g. from :func:`~sb3_pcl.common.demonstrations.record_episodes`, or an episodes file
         :return: the number of paths added
-        :raises ValueError: when an episode does not fit the model's spaces (wrong shape, action out of the action
-            space, NaN, empty episode), the file is not a valid episodes file, or the demonstrations would not leave
-            room in the replay for the collected paths
-        :raises FileNotFoundError: when the file does not exist
         """
         if self.replay_buffer is None:
             raise ValueError("The model has no replay buffer yet: call add_demonstrations after _setup_model()")

@@ -15,7 +15,6 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.policies import BasePolicy
 
-from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.recurrent import MlpLstmPolicy
 from sb3_pcl.common.trust_region import state_kl
@@ -66,12 +65,7 @@ class RecurrentPCL(PCL):
             )
         super()._check_hyperparameters()
 
-    def _sample_action(
-        self,
-        learning_starts: int,
-        action_noise: Any = None,
-        n_envs: int = 1,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
         """
         One collection step: the acting policy's state is carried per env and reset at episode starts.
 
@@ -81,9 +75,8 @@ class RecurrentPCL(PCL):
         never reads this state (the replay rebuilds it), it only drives acting.
 
         :param learning_starts: uniformly random actions before this many steps
-        :param action_noise: unused (the policies are stochastic)
         :param n_envs: number of envs
-        :return: the env actions and the actions as sampled, ``(n_envs, *action_shape)``
+        :return: the actions as sampled, ``(n_envs, *action_shape)``
         """
         assert self._last_obs is not None
         acting = self.policy_target if self.sample_from == "target" else self.policy
@@ -106,8 +99,7 @@ class RecurrentPCL(PCL):
                 actions=random_actions,
             )
         action_shape: tuple[int, ...] = self.action_space.shape or ()
-        sampled = actions.cpu().numpy().reshape((n_envs, *action_shape))
-        return to_env_actions(self.policy, self.action_space, sampled), sampled
+        return actions.cpu().numpy().reshape((n_envs, *action_shape))
 
     def _store_transition(
         self,

@@ -7,7 +7,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecMonitor, is_vecenv_wrapped
 
 from sb3_pcl.common.trust_region import LAMBDA_HIGH, LAMBDA_LOW, find_relative_entropy_coef
@@ -136,15 +136,9 @@ class TrustPCL(PCL):
         return self.max_divergence is not None or super()._uses_target_policy()
 
     # ------------------------------------------------------------------ learning
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+    def _setup_learn(self, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
+        """PCL's, then a warning when ``lambda`` cannot adapt (no Monitor reports the episodes)."""
+        result = super()._setup_learn(*args, **kwargs)
         assert self.env is not None
         monitored = is_vecenv_wrapped(self.env, VecMonitor) or all(self.env.env_is_wrapped(Monitor))
         if self.max_divergence is not None and not monitored:
