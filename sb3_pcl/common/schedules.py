@@ -4,7 +4,7 @@ Schedules of a hyperparameter over a ``learn`` call, given as a float, a callabl
 SB3 schedules are callables of the *remaining progress* ``p`` (1 at the start of ``learn``, 0 at its
 end). rl-zoo3 only turns ``lin_<value>`` strings into schedules for a few keys (``learning_rate``,
 ``clip_range``); :func:`parse_schedule` lets our algorithms take a schedule string for their own
-coefficients (the entropy ``tau``) from a YAML file:
+coefficients (the entropy ``ent_coef``, the papers' ``tau``) from a YAML file:
 
 * ``"lin_<start>"``: linear from ``start`` to 0 (rl-zoo3's meaning);
 * ``"lin_<start>_<end>"``: linear from ``start`` to ``end``;

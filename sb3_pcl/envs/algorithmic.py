@@ -111,6 +111,26 @@ def reversed_addition_target(columns: Sequence[Sequence[int]] | np.ndarray, base
     return np.asarray(digits, dtype=np.int64)
 
 
+def record_shortfall(
+    shortfalls: list[float], shortfall: float, last: int, min_reward_threshold: float, can_grow: bool
+) -> tuple[list[float], bool]:
+    """
+    gym's curriculum rule: keep the last ``last`` reward shortfalls; promote when all of them are at least
+    ``min_reward_threshold`` (and the length may still grow), then start a new list.
+
+    :param shortfalls: The recent shortfalls (total reward minus the target's length), oldest first.
+    :param shortfall: The shortfall of the episode that just ended.
+    :param last: How many recent shortfalls a promotion needs.
+    :param min_reward_threshold: The worst shortfall that still allows a promotion.
+    :param can_grow: Whether the curriculum length is below its maximum.
+    :return: The new list of shortfalls and whether the curriculum is promoted.
+    """
+    shortfalls = [*shortfalls, float(shortfall)][-last:]
+    if len(shortfalls) == last and min(shortfalls) >= min_reward_threshold and can_grow:
+        return [], True
+    return shortfalls, False
+
+
 class UnsupportedRenderModeError(ValueError, TypeError):
     """
     An algorithmic task was asked for a render mode other than ``None`` or ``"ansi"``.
@@ -339,15 +359,10 @@ class AlgorithmicEnv(gym.Env[np.int64, np.ndarray], abc.ABC):
 
         :param shortfall: Total reward of the episode minus the length of its target.
         """
-        self.reward_shortfalls.append(float(shortfall))
-        self.reward_shortfalls = self.reward_shortfalls[-self.last :]
-        if (
-            len(self.reward_shortfalls) == self.last
-            and min(self.reward_shortfalls) >= self.min_reward_threshold
-            and self.min_length < self.MAX_MIN_LENGTH
-        ):
-            self.min_length += 1
-            self.reward_shortfalls = []
+        self.reward_shortfalls, promoted = record_shortfall(
+            self.reward_shortfalls, shortfall, self.last, self.min_reward_threshold, self.min_length < self.MAX_MIN_LENGTH
+        )
+        self.min_length += int(promoted)
 
     def curriculum_settings(self) -> dict[str, Any]:
         """
@@ -526,12 +541,7 @@ class TapeAlgorithmicEnv(AlgorithmicEnv):
     Algorithmic task whose input is a 1-D tape; the read head moves left (0) or right (1) and starts at 0.
     Time limit: ``len(input) + len(target) + 4``.
 
-    :param base: Number of symbols (task default when ``None``).
-    :param chars: Render symbols as letters (task default when ``None``).
-    :param starting_min_length: Initial curriculum length (task default when ``None``).
-    :param last: Number of recent shortfalls considered for promotion (task default when ``None``).
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall (task default when ``None``).
-    :param render_mode: ``None`` or ``"ansi"``.
+    The other arguments are those of :class:`AlgorithmicEnv`.
     """
 
     MOVEMENTS = ("left", "right")
@@ -609,12 +619,7 @@ class GridAlgorithmicEnv(AlgorithmicEnv):
     up (2, y-1) or down (3, y+1). Time limit: ``2 * columns + 4``.
 
     :param rows: Number of rows of the grid (task default when ``None``).
-    :param base: Number of symbols (task default when ``None``).
-    :param chars: Render symbols as letters (task default when ``None``).
-    :param starting_min_length: Initial curriculum length (task default when ``None``).
-    :param last: Number of recent shortfalls considered for promotion (task default when ``None``).
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall (task default when ``None``).
-    :param render_mode: ``None`` or ``"ansi"``.
+    :param kwargs: the other arguments are those of :class:`AlgorithmicEnv`.
     """
 
     MOVEMENTS = ("left", "right", "up", "down")
@@ -627,27 +632,11 @@ class GridAlgorithmicEnv(AlgorithmicEnv):
 
     read_head_position: tuple[int, int]
 
-    def __init__(
-        self,
-        rows: int | None = None,
-        base: int | None = None,
-        chars: bool | None = None,
-        starting_min_length: int | None = None,
-        last: int | None = None,
-        min_reward_threshold: float | None = None,
-        render_mode: str | None = None,
-    ) -> None:
+    def __init__(self, rows: int | None = None, **kwargs: Any) -> None:
         self.rows = int(self.DEFAULT_ROWS if rows is None else rows)
         if self.rows < 1:
             raise ValueError(f"rows must be >= 1, got {self.rows}")
-        super().__init__(
-            base=base,
-            chars=chars,
-            starting_min_length=starting_min_length,
-            last=last,
-            min_reward_threshold=min_reward_threshold,
-            render_mode=render_mode,
-        )
+        super().__init__(**kwargs)
         self.input_data = np.zeros((0, self.rows), dtype=np.int64)
 
     def generate_input_data(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -717,12 +706,7 @@ class CopyEnv(TapeAlgorithmicEnv):
     """
     Copy the input tape to the output tape (gym ``Copy-v0``: base 5, letters, reward threshold 25).
 
-    :param base: Number of symbols.
-    :param chars: Render symbols as letters.
-    :param starting_min_length: Initial curriculum length.
-    :param last: Number of recent shortfalls considered for promotion.
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
-    :param render_mode: ``None`` or ``"ansi"``.
+    The arguments are those of :class:`TapeAlgorithmicEnv`, with this task's defaults.
     """
 
     DEFAULT_BASE = 5
@@ -745,38 +729,17 @@ class DuplicatedInputEnv(TapeAlgorithmicEnv):
     threshold (this includes the unplayed episode recorded at the first reset).
 
     :param duplication: How many times each symbol is repeated on the input tape.
-    :param base: Number of symbols.
-    :param chars: Render symbols as letters.
-    :param starting_min_length: Initial curriculum length.
-    :param last: Number of recent shortfalls considered for promotion.
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
-    :param render_mode: ``None`` or ``"ansi"``.
+    :param kwargs: the other arguments are those of :class:`TapeAlgorithmicEnv`.
     """
 
     DEFAULT_BASE = 5
     DEFAULT_CHARS = True
 
-    def __init__(
-        self,
-        duplication: int = 2,
-        base: int | None = None,
-        chars: bool | None = None,
-        starting_min_length: int | None = None,
-        last: int | None = None,
-        min_reward_threshold: float | None = None,
-        render_mode: str | None = None,
-    ) -> None:
+    def __init__(self, duplication: int = 2, **kwargs: Any) -> None:
         if duplication < 1:
             raise ValueError(f"duplication must be >= 1, got {duplication}")
         self.duplication = int(duplication)
-        super().__init__(
-            base=base,
-            chars=chars,
-            starting_min_length=starting_min_length,
-            last=last,
-            min_reward_threshold=min_reward_threshold,
-            render_mode=render_mode,
-        )
+        super().__init__(**kwargs)
 
     def generate_input_data(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """
@@ -801,12 +764,7 @@ class RepeatCopyEnv(TapeAlgorithmicEnv):
     Write the input, then the input reversed, then the input again (gym ``RepeatCopy-v0``: base 5,
     letters, ``last=50``, promotion threshold -0.1, reward threshold 75).
 
-    :param base: Number of symbols.
-    :param chars: Render symbols as letters.
-    :param starting_min_length: Initial curriculum length.
-    :param last: Number of recent shortfalls considered for promotion.
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
-    :param render_mode: ``None`` or ``"ansi"``.
+    The arguments are those of :class:`TapeAlgorithmicEnv`, with this task's defaults.
     """
 
     DEFAULT_BASE = 5
@@ -828,12 +786,7 @@ class ReverseEnv(TapeAlgorithmicEnv):
     Write the input tape reversed, without end marker (gym ``Reverse-v0``: base 2, letters,
     starting length 1, ``last=50``, promotion threshold -0.1, reward threshold 25).
 
-    :param base: Number of symbols.
-    :param chars: Render symbols as letters.
-    :param starting_min_length: Initial curriculum length.
-    :param last: Number of recent shortfalls considered for promotion.
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
-    :param render_mode: ``None`` or ``"ansi"``.
+    The arguments are those of :class:`TapeAlgorithmicEnv`, with this task's defaults.
     """
 
     DEFAULT_BASE = 2
@@ -856,13 +809,7 @@ class ReversedAdditionEnv(GridAlgorithmicEnv):
     digit (gym ``ReversedAddition-v0``: 2 rows, base 3, digits, reward threshold 25). The target is
     given by :func:`reversed_addition_target`. Time limit ``2 * columns + 4``.
 
-    :param rows: Number of numbers to add.
-    :param base: Number of symbols.
-    :param chars: Render symbols as letters.
-    :param starting_min_length: Initial curriculum length.
-    :param last: Number of recent shortfalls considered for promotion.
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
-    :param render_mode: ``None`` or ``"ansi"``.
+    The arguments are those of :class:`GridAlgorithmicEnv`, with this task's defaults.
     """
 
     DEFAULT_BASE = 3
@@ -884,13 +831,7 @@ class ReversedAddition3Env(ReversedAdditionEnv):
     The time limit stays ``2 * columns + 4`` while reading every digit takes ``3 * columns`` steps, so
     (as in gym) no policy can avoid the time-limit penalty once ``columns + (final carry > 0) > 4``.
 
-    :param rows: Number of numbers to add.
-    :param base: Number of symbols.
-    :param chars: Render symbols as letters.
-    :param starting_min_length: Initial curriculum length.
-    :param last: Number of recent shortfalls considered for promotion.
-    :param min_reward_threshold: Promotion threshold on the worst recent shortfall.
-    :param render_mode: ``None`` or ``"ansi"``.
+    The arguments are those of :class:`GridAlgorithmicEnv`, with this task's defaults.
     """
 
     DEFAULT_ROWS = 3
