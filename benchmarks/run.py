@@ -1,17 +1,17 @@
 """
-Command line interface of the benchmark harness.
+Command line interface of the benchmark harness (benchmarks/README.md).
 
 Example::
 
-    python -m benchmarks.run --algos pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 Pendulum-v1 \\
-        --seeds 0 1 2 --steps 100000 --eval-freq 5000 --eval-episodes 10 --workers 2 --out benchmarks/results/classic
+    python -m benchmarks.run --algos pcl trust_pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 --seeds 0 1 2 \\
+        --steps 100000 --eval-freq 5000 --eval-episodes 10 --workers 2 --out benchmarks/runs/classic
 
     # the algorithmic tasks: training episodes (gym's "solved" criterion) and the curriculum length
-    python -m benchmarks.run --algos urex reinforce --envs sb3_pcl/Copy-v0 --seeds 0 1 2 --steps 20000000 \\
-        --eval-freq 20000 --metric train --stop-at-threshold --gym-packages sb3_pcl --out benchmarks/results/algorithmic
+    python -m benchmarks.run --algos urex reinforce --envs sb3_pcl/Copy-v0 --seeds 0 1 2 --steps 5000000 \\
+        --eval-freq 20000 --metric train --stop-at-threshold --vec-env algorithmic --out benchmarks/runs/algorithmic
 
-    # rebuild results.md and the plots from the CSVs of an earlier run
-    python -m benchmarks.run --summary-only --out benchmarks/results/classic --threshold Pendulum-v1=-200
+    # rebuild results.md and the plots of a folder from its evaluations.csv
+    python -m benchmarks.run --summary-only --out benchmarks/results/classic
 """
 
 from __future__ import annotations
@@ -79,9 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--workers", type=int, default=os.cpu_count(), help="parallel worker processes (default: os.cpu_count())"
     )
-    parser.add_argument(
-        "--out", default="benchmarks/results/latest", help="output folder (default: benchmarks/results/latest)"
-    )
+    parser.add_argument("--out", default="benchmarks/runs/latest", help="output folder (default: benchmarks/runs/latest)")
     parser.add_argument("--device", default="cpu", help="PyTorch device of the models (default: cpu)")
     parser.add_argument(
         "--vec-env",
@@ -146,24 +144,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 variant_overrides_path(algo, args.hyperparams_dir)
         except (ValueError, FileNotFoundError) as exc:
             parser.error(str(exc))
-    eval_freq = args.eval_freq if args.eval_freq is not None else max(args.steps // 20, 1)
     frame = run_grid(
         args.algos,
         args.envs,
         args.seeds,
-        args.steps,
-        eval_freq,
-        args.eval_episodes,
-        args.workers,
         args.out,
-        hyperparams_dir=args.hyperparams_dir,
-        device=args.device,
+        workers=args.workers,
         skip_existing=args.skip_existing,
-        env_packages=args.gym_packages,
         thresholds=thresholds,
         command=command,
-        eval_at_start=not args.no_initial_eval,
         fresh_process_per_run=args.fresh_process_per_run,
+        steps=args.steps,
+        eval_freq=args.eval_freq if args.eval_freq is not None else max(args.steps // 20, 1),
+        n_eval_episodes=args.eval_episodes,
+        hyperparams_dir=args.hyperparams_dir,
+        device=args.device,
+        env_packages=args.gym_packages,
+        eval_at_start=not args.no_initial_eval,
         metric=args.metric,
         stop_at_threshold=args.stop_at_threshold,
         vec_env=args.vec_env,

@@ -1,7 +1,8 @@
-"""Fast tests of the benchmark harness (``benchmarks/``), using only SB3 PPO / A2C."""
+"""Tests of the benchmark harness (``benchmarks/``), of the committed results and of the shipped ``hyperparams/*.yml``."""
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -9,28 +10,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from benchmarks import harness
 from benchmarks.run import main, parse_thresholds
 
+RESULTS_DIR = harness.REPO_ROOT / "benchmarks" / "results"
+SUITES = ("classic", "mujoco", "algorithmic", "recurrent")
 TINY_GRID = [
-    "--algos",
-    "ppo",
-    "a2c",
-    "--envs",
-    "CartPole-v1",
-    "--seeds",
-    "0",
-    "1",
-    "--steps",
-    "512",
-    "--eval-freq",
-    "256",
-    "--eval-episodes",
-    "2",
-    "--workers",
-    "2",
-    "--quiet",
+    *("--algos", "ppo", "a2c", "--envs", "CartPole-v1", "--seeds", "0", "1", "--steps", "512"),
+    *("--eval-freq", "256", "--eval-episodes", "2", "--workers", "2", "--quiet"),
 ]
 
 
@@ -50,17 +39,13 @@ def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
         "ppo__CartPole-v1__seed0.csv",
         "ppo__CartPole-v1__seed1.csv",
     ]
-    assert not list((out / "runs").glob("*.err"))
-    # a finished run deletes its in-progress file
-    assert not list((out / "runs").glob(f"*{harness.PROGRESS_SUFFIX}"))
+    assert not list((out / "runs").glob("*.err")) and not list((out / "runs").glob(f"*{harness.PROGRESS_SUFFIX}"))
     frame = pd.read_csv(out / "evaluations.csv")
-    assert tuple(frame.columns) == harness.EVAL_COLUMNS
-    assert len(frame) == 2 * 2 * 3
+    assert tuple(frame.columns) == harness.EVAL_COLUMNS and len(frame) == 2 * 2 * 3
     for (algo, seed), run in frame.groupby(["algo", "seed"]):
         assert algo in ("ppo", "a2c") and seed in (0, 1)
         # ppo (8 envs x 32 steps) and a2c (8 envs x 5 steps) both hit multiples of 256 exactly
         assert run["timesteps"].tolist() == [0, 256, 512]
-        assert run["timesteps"].is_monotonic_increasing
         assert run["wall_time_s"].is_monotonic_increasing
         assert (run["fps"].iloc[1:] > 0).all() and math.isnan(run["fps"].iloc[0])
         assert np.isfinite(run["mean_return"]).all() and (run["std_return"] >= 0).all()
@@ -73,14 +58,12 @@ def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
 def test_tiny_grid_summary_and_plot(tiny_grid: tuple[Path, int]) -> None:
     out, _ = tiny_grid
     summary = (out / "results.md").read_text()
-    assert "python -m benchmarks.run --algos ppo a2c --envs CartPole-v1 --seeds 0 1 --steps 512" in summary
-    assert "## CartPole-v1 (threshold 475 (env spec))" in summary
-    assert "| Algorithm | Seeds | Final return | Best eval | FPS |" in summary
-    assert "| ppo | 2 |" in summary and "| a2c | 2 |" in summary
-    assert "every 256 env steps" in summary and "2 deterministic episodes" in summary
-    assert "torch" in summary and "cores" in summary
-    png = out / "CartPole-v1.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "-m benchmarks.run --algos ppo a2c --envs CartPole-v1 --seeds 0 1 --steps 512" in summary
+    assert "## CartPole-v1 (threshold 475, env spec)" in summary
+    assert "| Algorithm | Seeds | Steps | Metric | Final |" in summary
+    assert "| ppo | 2 | 512 | eval |" in summary and "| a2c | 2 | 512 | eval |" in summary
+    assert "every 256 steps, 2 deterministic episodes" in summary and "torch" in summary and "cores" in summary
+    assert (out / "CartPole-v1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_summary_only_skip_existing_and_fresh_checkout(tiny_grid: tuple[Path, int], tmp_path: Path) -> None:
@@ -96,11 +79,14 @@ def test_summary_only_skip_existing_and_fresh_checkout(tiny_grid: tuple[Path, in
     (out / "CartPole-v1.png").unlink()
     assert main(["--summary-only", "--out", str(out), "--threshold", "CartPole-v1=-1", "--quiet"]) == 0
     summary = (out / "results.md").read_text()
-    assert "## CartPole-v1 (threshold -1 (override))" in summary
+    assert "## CartPole-v1 (threshold -1, override)" in summary
     # every evaluation reaches -1: the first one after step 0 counts
-    assert summary.count("| 256 | ") == 2 and summary.count(" | 2/2 | ") == 2
-    assert (out / "CartPole-v1.png").is_file()
-    assert len(pd.read_csv(out / "evaluations.csv")) == 12
+    assert summary.count(" | 256 | 2/2: 256, 256 | ") == 2
+    assert (out / "CartPole-v1.png").is_file() and len(pd.read_csv(out / "evaluations.csv")) == 12
+    # the override is kept for later summaries
+    assert json.loads((out / "config.json").read_text())["thresholds"] == {"CartPole-v1": -1.0}
+    assert main(["--summary-only", "--out", str(out), "--quiet"]) == 0
+    assert "## CartPole-v1 (threshold -1, override)" in (out / "results.md").read_text()
 
 
 def _hand_made_frame() -> pd.DataFrame:
@@ -108,9 +94,8 @@ def _hand_made_frame() -> pd.DataFrame:
     rows = []
     for seed, values in returns.items():
         for timesteps, value in zip([0, 100, 200, 300], values, strict=True):
-            rows.append(("algo", "Env-v0", seed, timesteps, value, 1.0, timesteps / 100, 100.0))
-    # written before the curriculum_length column existed: the summary must still work
-    return pd.DataFrame(rows, columns=[column for column in harness.EVAL_COLUMNS if column != "curriculum_length"])
+            rows.append(("algo", "Env-v0", seed, timesteps, value, 1.0, timesteps / 100, 100.0, math.nan))
+    return pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS))
 
 
 def test_threshold_logic() -> None:
@@ -122,23 +107,22 @@ def test_threshold_logic() -> None:
     assert harness.threshold_crossings(frame, 100.0, exclude_initial=False)["timesteps"].tolist() == [200.0, 100.0, 0.0]
 
     row = harness.summarize_results(frame, {"Env-v0": 100.0}).iloc[0]
-    assert row["n_seeds"] == 3 and row["n_reached"] == 2
+    assert row["n_seeds"] == 3 and row["n_reached"] == 2 and row["finals"] == {0: 100.0, 1: 90.0, 2: 60.0}
     assert row["final_mean"] == pytest.approx((100 + 90 + 60) / 3)
     assert row["final_std"] == pytest.approx(np.std([100, 90, 60]))
     assert row["best_mean"] == pytest.approx((100 + 120 + 100) / 3)
-    assert math.isnan(row["steps_to_threshold"]) and math.isnan(row["wall_to_threshold"])
-    assert harness.format_threshold_cell(row["steps_to_threshold"], 2, 3) == "n/a (2/3 seeds)"
-
+    assert math.isnan(row["steps_to_threshold"]) and math.isnan(row["curriculum_final"])
     # without the seed that never reaches it: median over seeds of the first crossing
     row = harness.summarize_results(frame[frame["seed"] < 2], {"Env-v0": 100.0}).iloc[0]
-    assert row["n_reached"] == 2
     assert row["steps_to_threshold"] == 150.0 and row["wall_to_threshold"] == 1.5
-    assert harness.format_threshold_cell(row["steps_to_threshold"], 2, 2) == "150"
-    assert harness.format_threshold_cell(row["wall_to_threshold"], 2, 2, decimals=1) == "1.5"
-
-    row = harness.summarize_results(frame, {}).iloc[0]
-    assert row["n_reached"] == 0 and math.isnan(row["threshold"])
-    assert harness.format_threshold_cell(row["steps_to_threshold"], 0, 3, has_threshold=False) == "-"
+    assert harness.summarize_results(frame, {}).iloc[0]["n_reached"] == 0
+    assert [harness._steps(value) for value in (150.0, 25008.0, 2_160_000.0, 5e6, math.nan)] == [
+        "150",
+        "25k",
+        "2.16M",
+        "5M",
+        "-",
+    ]
 
     resolved = harness.resolve_thresholds(["CartPole-v1", "Pendulum-v1", "Env-v0"], {"Env-v0": 3.0})
     assert resolved == {"CartPole-v1": (475.0, "env spec"), "Pendulum-v1": (None, "none"), "Env-v0": (3.0, "override")}
@@ -165,21 +149,25 @@ CartPole-v1:
   policy_kwargs: "dict(net_arch=[16], activation_fn=nn.ReLU)"
 
 MountainCar-v0:
+  policy: 'MlpPolicy'
   frame_stack: 2
   normalize: true
   gamma: 0.9
 """
 
 
-def test_yaml_loader(tmp_path: Path) -> None:
+def _close(experiment: harness.Experiment) -> None:
+    for env in (experiment.model.get_env(), experiment.eval_env):
+        if env is not None:
+            env.close()
+
+
+def test_models_are_built_by_rl_zoo3(tmp_path: Path) -> None:
     import torch.nn as nn
     from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
     (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
-    entry = harness.load_hyperparams("ppo", "CartPole-v1", tmp_path)
-    assert entry.path == tmp_path / "ppo.yml" and entry.key == "CartPole-v1" and not entry.fell_back
-    assert entry.values["learning_rate"] == "lin_0.001"
-
+    assert harness.load_hyperparams("ppo", "CartPole-v1", tmp_path) == ({}, f"{tmp_path / 'ppo.yml'} [CartPole-v1]")
     experiment = harness.make_experiment("ppo", "CartPole-v1", seed=3, hyperparams_dir=tmp_path)
     model = experiment.model
     try:
@@ -188,111 +176,64 @@ def test_yaml_loader(tmp_path: Path) -> None:
         assert model.clip_range(1.0) == pytest.approx(0.2) and model.clip_range(0.25) == pytest.approx(0.05)
         train_norm = model.get_vec_normalize_env()
         assert isinstance(train_norm, VecNormalize) and train_norm.norm_obs and not train_norm.norm_reward
-        assert train_norm.gamma == pytest.approx(0.99)
         assert isinstance(experiment.eval_env, VecNormalize) and not experiment.eval_env.training
         assert experiment.eval_env.num_envs == 1
         assert model.policy.activation_fn is nn.ReLU and model.policy.net_arch == [16]
+        assert experiment.hyperparams["n_steps"] == 16 and experiment.callbacks == []
     finally:
-        model.get_env().close()
-        experiment.eval_env.close()
-
-    # frame_stack, normalize with the algorithm's gamma, default policy kwargs
-    experiment = harness.make_experiment("ppo", "MountainCar-v0", seed=0, hyperparams_dir=tmp_path)
+        _close(experiment)
+    # frame_stack, normalize with the algorithm's gamma; overrides as rl-zoo3's --hyperparams
+    experiment = harness.make_experiment("ppo", "MountainCar-v0", 0, tmp_path, overrides={"n_steps": 64}, eval_env=False)
     try:
-        assert isinstance(experiment.model.get_env(), VecFrameStack)
-        assert experiment.model.observation_space.shape == (4,)
+        assert isinstance(experiment.model.get_env(), VecFrameStack) and experiment.model.observation_space.shape == (4,)
         assert experiment.model.get_vec_normalize_env().gamma == pytest.approx(0.9)
-        assert experiment.model.n_envs == 1
+        assert experiment.model.n_steps == 64 and experiment.eval_env is None
     finally:
-        experiment.model.get_env().close()
-        experiment.eval_env.close()
-
-    # no entry for the env: algorithm defaults with n_envs=1 (and the fallback is reported)
-    entry = harness.load_hyperparams("ppo", "Acrobot-v1", tmp_path)
-    assert entry.fell_back and entry.values == {"n_envs": 1} and "falling back" in entry.notes[-1]
-    assert entry.source.startswith("algorithm defaults (n_envs=1")
+        _close(experiment)
+    # rl-zoo3's rule: an env without an entry (and no default entry) is an error
+    with pytest.raises(ValueError, match="Hyperparameters not found"):
+        harness.make_experiment("ppo", "Acrobot-v1", 0, tmp_path)
     # a folder without the algorithm's file falls back to the file shipped with rl_zoo3
-    entry = harness.load_hyperparams("a2c", "CartPole-v1", tmp_path)
-    assert entry.path is not None and entry.path.parts[-3:] == ("rl_zoo3", "hyperparams", "a2c.yml")
-    assert entry.key == "CartPole-v1" and entry.values["n_envs"] == 8
+    assert harness.hyperparams_path("a2c", tmp_path).parts[-3:] == ("rl_zoo3", "hyperparams", "a2c.yml")
+    assert harness.hyperparams_path("recurrentppo").name == "ppo_lstm.yml"
+    assert harness.hyperparams_path("recurrent_pcl") == harness.REPO_HYPERPARAMS_DIR / "recurrent_pcl.yml"
 
 
 def test_unknown_algorithm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"Unknown algorithm 'nope'.*ppo"):
         harness.get_algorithm_class("nope")
     with pytest.raises(ValueError, match="Unknown algorithm 'nope'"):
-        harness.run_grid(["nope"], ["CartPole-v1"], [0], 100, 50, 1, 1, tmp_path)
+        harness.run_grid(["nope"], ["CartPole-v1"], [0], tmp_path, steps=100, eval_freq=50)
     with pytest.raises(SystemExit):
         main(["--algos", "nope", "--envs", "CartPole-v1", "--steps", "100", "--out", str(tmp_path)])
     monkeypatch.setitem(harness.ALGORITHMS, "ghost", harness.AlgorithmSpec("stable_baselines3", "Ghost", "ghost", False))
     with pytest.raises(ImportError, match=r"'ghost'.*stable_baselines3\.Ghost"):
         harness.get_algorithm_class("ghost")
     assert harness.get_algorithm_class("ppo").__name__ == "PPO"
-
-
-def test_committed_variant_runs_still_resolve_to_their_recorded_hyperparameters() -> None:
-    """
-    Every variant run (``<algo>+<variant>``) in benchmarks/results was made with the settings its variant file resolves
-    to now.
-
-    The tuned entries of hyperparams/<algo>.yml change over time; a variant file must pin the keys they change so that
-    its documented command still reproduces its results folder (rl-zoo3's n_timesteps is not used by the harness).
-    """
-    checked: dict[str, int] = {}
-    for metadata_path in sorted((harness.REPO_ROOT / "benchmarks" / "results").glob("*/run_metadata.json")):
-        for name, run in json.loads(metadata_path.read_text()).items():
-            if "+" not in run["algo"]:
-                continue
-            now = harness.load_hyperparams(run["algo"], run["env"], harness.VARIANTS_HYPERPARAMS_DIR).values
-            recorded = run["hyperparams"]
-            differ = {
-                key: (recorded.get(key), now.get(key))
-                for key in set(recorded) | set(now)
-                if key != "n_timesteps" and recorded.get(key) != now.get(key) and (recorded.get(key) or now.get(key))
-            }
-            assert not differ, f"{metadata_path.parent.name}/{name}: recorded vs now {differ}"
-            base = harness.split_variant(run["algo"])[0]
-            checked[base] = checked.get(base, 0) + 1
-    assert checked.get("trust_pcl", 0) >= 50 and checked.get("pcl", 0) >= 50, checked
+    assert harness.get_algorithm_class("sac").__name__ == "SAC" and harness.get_algorithm_class("td3").__name__ == "TD3"
 
 
 def test_variants(tmp_path: Path) -> None:
     """``ppo+small`` = PPO with its entry updated by ppo+small.yml (env entry, else default); clear errors otherwise."""
     (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
     (tmp_path / "ppo+small.yml").write_text("CartPole-v1:\n  n_steps: 8\n  n_epochs: 2\ndefault:\n  n_envs: 3\n")
-    base = harness.load_hyperparams("ppo", "CartPole-v1", tmp_path)
-    entry = harness.load_hyperparams("ppo+small", "CartPole-v1", tmp_path)
-    assert entry.values == {**base.values, "n_steps": 8, "n_epochs": 2}
-    assert entry.source.endswith("ppo+small.yml [CartPole-v1]") and "ppo.yml [CartPole-v1]" in entry.source
-    # an env without an entry takes the override file's default entry, on top of the base entry of the env
-    entry = harness.load_hyperparams("ppo+small", "MountainCar-v0", tmp_path)
-    assert entry.values == {**harness.load_hyperparams("ppo", "MountainCar-v0", tmp_path).values, "n_envs": 3}
+    overrides, source = harness.load_hyperparams("ppo+small", "CartPole-v1", tmp_path)
+    assert overrides == {"n_steps": 8, "n_epochs": 2}
+    assert source == f"{tmp_path / 'ppo.yml'} [CartPole-v1] + {tmp_path / 'ppo+small.yml'} [CartPole-v1]"
+    assert harness.load_hyperparams("ppo+small", "MountainCar-v0", tmp_path)[0] == {"n_envs": 3}
     experiment = harness.make_experiment("ppo+small", "CartPole-v1", seed=0, hyperparams_dir=tmp_path)
     try:
         assert type(experiment.model).__name__ == "PPO" and experiment.model.n_steps == 8 and experiment.model.n_epochs == 2
+        assert experiment.model.n_envs == 2 and experiment.hyperparams["n_steps"] == 8
     finally:
-        experiment.model.get_env().close()
-        experiment.eval_env.close()
-    assert harness.run_name("ppo+small", "CartPole-v1", 1) == "ppo-small__CartPole-v1__seed1"
-    # learning rates in our schedule strings that rl-zoo3 cannot read (it knows only lin_<start>) reach the model
-    for rate, halfway in (("exp_0.01_0.0001", 0.001), ("lin_0.01_0.002", 0.006)):
-        (tmp_path / "ppo+rate.yml").write_text(f"default:\n  learning_rate: {rate}\n")
-        experiment = harness.make_experiment("ppo+rate", "CartPole-v1", seed=0, hyperparams_dir=tmp_path)
-        try:
-            assert experiment.model.lr_schedule(1.0) == pytest.approx(0.01)
-            assert experiment.model.lr_schedule(0.5) == pytest.approx(halfway)
-        finally:
-            experiment.model.get_env().close()
-            experiment.eval_env.close()
-    (tmp_path / "ppo+rate.yml").write_text("default:\n  learning_rate: exp_0.01\n")
-    with pytest.raises(ValueError, match=r"cannot read the schedule 'exp_0\.01'"):
-        harness.make_experiment("ppo+rate", "CartPole-v1", seed=0, hyperparams_dir=tmp_path)
+        _close(experiment)
+    assert harness.run_name("ppo+small", "sb3_pcl/Copy-v0", 1) == "ppo-small__sb3_pcl-Copy-v0__seed1"
 
-    with pytest.raises(ValueError, match="Unknown algorithm 'nope' in 'nope\\+small'"):
+    with pytest.raises(ValueError, match=r"Unknown algorithm 'nope' in 'nope\+small'"):
         harness.load_hyperparams("nope+small", "CartPole-v1", tmp_path)
     with pytest.raises(ValueError, match="Invalid variant name"):
         harness.split_variant("ppo+")
-    with pytest.raises(FileNotFoundError, match="'ppo\\+other' needs an override file"):
+    with pytest.raises(FileNotFoundError, match=r"'ppo\+other' needs an override file"):
         harness.load_hyperparams("ppo+other", "CartPole-v1", tmp_path)
     (tmp_path / "ppo+envonly.yml").write_text("CartPole-v1:\n  n_steps: 8\n")
     with pytest.raises(ValueError, match="no entry for 'Acrobot-v1' and no 'default' entry"):
@@ -302,43 +243,46 @@ def test_variants(tmp_path: Path) -> None:
 
 
 def test_failing_run_is_recorded(tmp_path: Path) -> None:
-    task = harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, str(tmp_path))
-    result = harness._run_task(task)
+    result = harness._run_task(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(tmp_path)))
     assert not result["ok"]
     err = (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.err").read_text()
     assert "Traceback" in err and "NoSuchEnv" in err
     assert not (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.csv").exists()
+    with pytest.raises(ValueError, match="metric"):
+        harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, metric="best")
 
 
 def test_train_metric_and_stop_at_threshold(tmp_path: Path) -> None:
     (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
     progress = tmp_path / "run.csv.partial"
-    frame, metadata = harness.run_experiment(
+    task = harness.RunTask(
         "ppo",
         "CartPole-v1",
         0,
         4096,
         64,
-        hyperparams_dir=tmp_path,
+        hyperparams_dir=str(tmp_path),
         metric="train",
         stop_at_threshold=True,
         threshold=15.0,
-        progress_path=progress,
     )
+    frame, metadata = harness.run_experiment(task, progress)
     # the progress file was rewritten at every evaluation: it ends up holding every record of the run
     pd.testing.assert_frame_equal(pd.read_csv(progress), frame, check_dtype=False)
     # no training episode has ended at step 0; afterwards the training episodes' mean return is recorded
-    assert math.isnan(frame["mean_return"].iloc[0])
-    assert np.isfinite(frame["mean_return"].iloc[1:]).all()
+    assert math.isnan(frame["mean_return"].iloc[0]) and np.isfinite(frame["mean_return"].iloc[1:]).all()
     assert frame["curriculum_length"].isna().all()
     # random CartPole episodes last about 20 steps: the run stops at the first evaluation reaching 15, long before 4096
     assert metadata["stopped_at_threshold"] and metadata["metric"] == "train" and metadata["reward_threshold"] == 15.0
     assert frame["mean_return"].iloc[-1] >= 15.0 and (frame["mean_return"].iloc[1:-1] < 15.0).all()
     assert frame["timesteps"].iloc[-1] < 4096
-    with pytest.raises(ValueError, match="has no"):
-        harness.run_experiment("ppo", "Pendulum-v1", 0, 64, 32, hyperparams_dir=tmp_path, stop_at_threshold=True)
+    (tmp_path / "ppo.yml").write_text("Pendulum-v1:\n  policy: 'MlpPolicy'\n")
+    with pytest.raises(ValueError, match="has none"):
+        harness.run_experiment(
+            harness.RunTask("ppo", "Pendulum-v1", 0, 64, 32, hyperparams_dir=str(tmp_path), stop_at_threshold=True)
+        )
     with pytest.raises(ValueError, match="metric"):
-        harness.BudgetEvalCallback(None, 10, 1, 10, metric="best")  # type: ignore[arg-type]
+        harness.BudgetEvalCallback(None, 10, 1, 10, metric="best")
 
 
 UREX_YAML = """
@@ -348,6 +292,9 @@ sb3_pcl/Copy-v0:
   num_samples: 10
   learning_rate: 0.01
   policy_kwargs: "dict(lstm_hidden_size=8)"
+  vec_env_wrapper:
+    - sb3_pcl.envs.SharedCurriculum:
+        first_episode_only: true
   env_kwargs:
     render_mode: 'ansi'
 """
@@ -356,29 +303,32 @@ sb3_pcl/Copy-v0:
 def test_curriculum_length_recorded(tmp_path: Path) -> None:
     (tmp_path / "urex.yml").write_text(UREX_YAML)
     out = tmp_path / "grid"
-    harness.run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], 600, 200, 1, 1, out, hyperparams_dir=tmp_path, metric="train")
+    harness.run_grid(
+        ["urex"], ["sb3_pcl/Copy-v0"], [0], out, workers=1, steps=600, eval_freq=200, n_eval_episodes=1,
+        hyperparams_dir=tmp_path, metric="train",
+    )  # fmt: skip
     frame = pd.read_csv(out / "evaluations.csv")
     # the shared curriculum of the algorithmic tasks starts at min_length 2 (600 steps are far too few to promote)
     assert (frame["curriculum_length"] == 2).all()
     # the episode statistics grow at the end of each batch: NaN only until the first batch is complete
     assert np.isfinite(frame["mean_return"].iloc[-2:]).all()
     summary = (out / "results.md").read_text()
-    assert "| Curriculum length |" in summary and "2.0 [2, 2]" in summary
-    assert "mean return of the last 100 training episodes" in summary
+    assert "| Curriculum |" in summary and "2.0 [2, 2]" in summary and "last 100 training episodes" in summary
 
 
 def test_algorithmic_vec_env_gives_the_same_runs(tmp_path: Path) -> None:
     (tmp_path / "urex.yml").write_text(UREX_YAML)
     frames, metadata = {}, {}
     for vec_env in ("dummy", "algorithmic"):
-        frames[vec_env], metadata[vec_env] = harness.run_experiment(
-            "urex", "sb3_pcl/Copy-v0", 0, 1000, 200, hyperparams_dir=tmp_path, metric="train", vec_env=vec_env
+        task = harness.RunTask(
+            "urex", "sb3_pcl/Copy-v0", 0, 1000, 200, hyperparams_dir=str(tmp_path), metric="train", vec_env=vec_env
         )
+        frames[vec_env], metadata[vec_env] = harness.run_experiment(task)
     assert metadata["dummy"]["vec_env"] == "DummyVecEnv" and metadata["algorithmic"]["vec_env"] == "AlgorithmicVecEnv"
     columns = ["timesteps", "mean_return", "std_return", "curriculum_length"]
     pd.testing.assert_frame_equal(frames["dummy"][columns], frames["algorithmic"][columns])
     with pytest.raises(ValueError, match="vec_env"):
-        harness.run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], 100, 50, 1, 1, tmp_path / "bad", vec_env="fast")
+        harness.run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], tmp_path / "bad", steps=100, eval_freq=50, vec_env="fast")
 
 
 def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) -> None:
@@ -402,90 +352,121 @@ def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) 
     assert [entry["command"] for entry in json.loads(config_path.read_text())["invocations"]] == ["run A"]
 
 
-def test_vec_env_speed_script(tmp_path: Path) -> None:
-    from benchmarks import vec_env_speed
-
-    out = tmp_path / "speed"
-    argv = ["--envs", "sb3_pcl/Copy-v0", "--steps", "800", "--warmup", "400", "--repeats", "1", "--out", str(out)]
-    assert vec_env_speed.main(argv) == 0  # 0: both VecEnv classes trained identically
-    frame = pd.read_csv(out / "results.csv")
-    assert sorted(frame["vec_env"]) == ["algorithmic", "dummy"] and (frame["fps"] > 0).all()
-    assert (frame["timed_steps"] >= 800).all()
-    summary = (out / "results.md").read_text()
-    assert "| sb3_pcl/Copy-v0 |" in summary and "| yes |" in summary and "python -m benchmarks.vec_env_speed" in summary
-    assert (out / "speed.png").stat().st_size > 0
+# --------------------------------------------------------------------------------------------------------------------
+# The shipped hyperparameters and the committed results
 
 
-class _ScriptedRepeatCopyPolicy:
-    """RepeatCopy by rule: write the symbol read, turn on blanks; ``memory=True`` writes the third copy from memory."""
-
-    BLANK = 5
-
-    def __init__(self, memory: bool) -> None:
-        self.memory = memory
-
-    def predict(self, obs: np.ndarray, state: Any, episode_start: np.ndarray, deterministic: bool) -> tuple[np.ndarray, Any]:
-        symbol = int(obs[0])
-        if episode_start[0]:
-            state = {"direction": 1, "blanks": 0, "seen": [], "recalled": 0}
-        if symbol == self.BLANK:
-            state["blanks"] += 1
-            if state["blanks"] > 2 or (self.memory and state["blanks"] == 2):
-                action = (0, 1, state["seen"][state["recalled"]])  # keep going left, write from memory
-                state["recalled"] += 1
-            else:
-                state["direction"] = 1 - state["direction"]
-                action = (state["direction"], 0, 0)
-        else:
-            if state["blanks"] == 0:
-                state["seen"].append(symbol)
-            action = (state["direction"], 1, symbol)
-        return np.array([action]), state
+def _shipped_entries() -> list[tuple[str, str, list[str]]]:
+    """:return: ``(algo, env, comment lines right above the entry)`` of every entry of ``hyperparams/*.yml``"""
+    entries = []
+    for path in sorted(harness.REPO_HYPERPARAMS_DIR.glob("*.yml")):
+        comments: list[str] = []
+        for line in path.read_text().splitlines():
+            if line.startswith("#"):
+                comments.append(line)
+            elif match := re.match(r"^([^\s#][^:]*):", line):
+                entries.append((path.stem, match.group(1).strip("'\""), comments))
+                comments = []
+            elif not line.strip():
+                comments = []
+    return entries
 
 
-@pytest.mark.parametrize("memory", [False, True])
-def test_repeatcopy_strategy(memory: bool) -> None:
-    from benchmarks.repeatcopy_strategy import play
-
-    result = play(_ScriptedRepeatCopyPolicy(memory), length=6, episodes=5)
-    assert result["perfect"] == 1.0 and result["failures"] == {}
-    assert result["third_copy_writes"] >= 5 * 6  # inputs of 6 to 8 symbols
-    assert result["third_copy_reading"] == (0.0 if memory else 1.0)
+def _result_sections(suite: str) -> dict[str, str]:
+    """:return: The per-env sections of ``benchmarks/results/<suite>/results.md`` by env id"""
+    text = (RESULTS_DIR / suite / "results.md").read_text()
+    return {match.group(1): match.group(2) for match in re.finditer(r"^## (\S+) \(.*?\)\n(.*?)(?=^## |\Z)", text, re.M | re.S)}
 
 
-class _ScriptedReversePolicy:
-    """Reverse by rule: read to the blank, turn and write what is read; ``early=True`` first writes the symbol read."""
+def test_every_shipped_entry_cites_a_results_table() -> None:
+    """
+    Each entry of hyperparams/*.yml is preceded by a comment citing ``benchmarks/results/<suite>/results.md`` whose
+    table for the entry's env has a row for the entry's algorithm, or by a comment saying it is not benchmarked.
+    """
+    entries = _shipped_entries()
+    assert {algo for algo, _, _ in entries} == {
+        "pcl",
+        "trust_pcl",
+        "recurrent_pcl",
+        "recurrent_trust_pcl",
+        "reinforce",
+        "urex",
+    }
+    benchmarked = 0
+    for algo, env, comments in entries:
+        text = " ".join(comments)
+        cited = re.findall(r"benchmarks/results/(\w+)/results\.md", text)
+        if not cited:
+            assert "not benchmarked" in text.lower(), f"hyperparams/{algo}.yml [{env}]: no results table cited: {comments}"
+            continue
+        for suite in cited:
+            assert suite in SUITES, f"hyperparams/{algo}.yml [{env}] cites an unknown suite {suite!r}"
+            sections = _result_sections(suite)
+            assert env in sections, f"hyperparams/{algo}.yml [{env}]: benchmarks/results/{suite}/results.md has no {env} table"
+            assert f"\n| {algo} | " in sections[env], f"hyperparams/{algo}.yml [{env}]: no {algo} row in {suite}'s {env} table"
+        benchmarked += 1
+    assert benchmarked >= 25
 
-    BLANK = 2
 
-    def __init__(self, early: bool) -> None:
-        self.early = early
-
-    def predict(self, obs: np.ndarray, state: Any, episode_start: np.ndarray, deterministic: bool) -> tuple[np.ndarray, Any]:
-        symbol = int(obs[0])
-        if episode_start[0]:
-            state = {"turned": False, "first": True}
-        if self.early and state["first"]:
-            state["first"] = False
-            return np.array([(1, 1, symbol)]), state
-        state["first"] = False
-        if symbol == self.BLANK:
-            state["turned"] = True
-            return np.array([(0, 0, 0)]), state
-        return np.array([(0, 1, symbol) if state["turned"] else (1, 0, 0)]), state
+#: Arguments renamed or moved by the redesign of issue #31 (CHANGELOG.md); none may appear in a YAML entry
+OLD_ARGUMENTS = (
+    "tau", "critic_weight", "value_optimizer", "value_learning_rate", "value_gradient_steps", "value_mix", "value_reg_coef",
+    "policy_optimizer", "trust_region_loss", "target_kl", "cg_max_steps", "cg_damping", "line_search_max_iter",
+    "line_search_shrinking_factor", "replay_alpha", "replay_priority", "replay_eviction", "expert_paths",
+    "demonstrations", "shared_curriculum",
+)  # fmt: skip
 
 
-@pytest.mark.parametrize("early", [False, True])
-def test_reverse_strategy(early: bool) -> None:
-    from benchmarks.reverse_strategy import play
+def test_yaml_files_use_the_current_argument_names() -> None:
+    paths = [*harness.REPO_HYPERPARAMS_DIR.glob("*.yml"), *harness.VARIANTS_HYPERPARAMS_DIR.glob("*+*.yml")]
+    for path in paths:
+        for env, entry in (yaml.safe_load(path.read_text()) or {}).items():
+            old = sorted(set(entry or {}) & set(OLD_ARGUMENTS))
+            assert not old, f"{path.name} [{env}] uses renamed arguments {old}"
+            if harness.split_variant(path.stem)[0] in ("pcl", "trust_pcl"):
+                assert "Lstm" not in str((entry or {}).get("policy")), (
+                    f"{path.name} [{env}]: recurrent policies go to recurrent_*.yml"
+                )
 
-    result = play(_ScriptedReversePolicy(early), length=6, episodes=40)
-    if not early:
-        assert result["perfect"] == 1.0 and result["failures"] == {} and result["early_writes"] == 0
-    else:
-        # The guess is right when the first symbol equals the last one (half the time); the rest then fails after
-        # the turn, since the target's first symbol has been used up.
-        assert result["early_writes"] == 40 and 0.2 < result["early_writes_right"] < 0.8
-        failures = result["failures"]
-        assert failures["before turn/wrong symbol"] == round(40 * (1 - result["early_writes_right"]))
-        assert result["perfect"] < 0.2 and sum(failures.values()) + round(40 * result["perfect"]) == 40
+
+def _committed_runs() -> list[dict[str, Any]]:
+    return [run for suite in SUITES for run in json.loads((RESULTS_DIR / suite / "run_metadata.json").read_text()).values()]
+
+
+def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
+    """A variant file exists only while a committed result needs it; every committed variant run has its file."""
+    assert sorted(path.name for path in RESULTS_DIR.iterdir()) == sorted(SUITES)
+    for suite in SUITES:
+        for name in ("results.md", "NOTES.md", "evaluations.csv", "run_metadata.json", "config.json"):
+            assert (RESULTS_DIR / suite / name).is_file(), f"benchmarks/results/{suite}/{name} is missing"
+    runs = _committed_runs()
+    sources = " ".join(str(run["hyperparams_source"]) for run in runs)
+    for path in harness.VARIANTS_HYPERPARAMS_DIR.glob("*.yml"):
+        assert f"benchmarks/hyperparams/{path.name}" in sources, (
+            f"benchmarks/hyperparams/{path.name} backs no committed result"
+        )
+    for algo in {run["algo"] for run in runs if harness.VARIANT_SEPARATOR in run["algo"]}:
+        harness.variant_overrides_path(algo)
+    assert len(list(harness.VARIANTS_HYPERPARAMS_DIR.iterdir())) <= 20
+
+
+def test_shipped_entries_and_committed_runs_build() -> None:
+    """
+    Every shipped entry, and every (algorithm, env) of the committed results, builds its model from the YAML files as
+    they are now (replay buffers shrunk to keep this fast; nothing is trained).
+    """
+    pytest.importorskip("mujoco")
+    sources = {(run["algo"], run["env"]): str(run["hyperparams_source"]) for run in _committed_runs()}
+    pairs = dict.fromkeys([(algo, env) for algo, env, _ in _shipped_entries()] + list(sources))
+    for algo, env in pairs:
+        # the MuJoCo TRPO runs read benchmarks/hyperparams/trpo.yml (--hyperparams-dir benchmarks/hyperparams)
+        from_variants_dir = sources.get((algo, env), "").startswith("benchmarks/hyperparams/")
+        base = harness.split_variant(algo)[0]
+        overrides = {"buffer_size": 1000} if base in ("pcl", "trust_pcl", "recurrent_pcl", "recurrent_trust_pcl") else {}
+        experiment = harness.make_experiment(
+            algo, env, 0, harness.VARIANTS_HYPERPARAMS_DIR if from_variants_dir else None, overrides=overrides, eval_env=False
+        )
+        try:
+            assert type(experiment.model).__name__ == harness.ALGORITHMS[base].attribute
+        finally:
+            _close(experiment)
