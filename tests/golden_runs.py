@@ -168,7 +168,7 @@ def _reinforce_discrete() -> dict[str, str]:
 
 
 def _reinforce_box() -> dict[str, str]:
-    return _episodes(Reinforce, "MlpPolicy", "Pendulum-v1", tau=0.1)
+    return _episodes(Reinforce, "MlpPolicy", "Pendulum-v1", ent_coef=0.1)
 
 
 def _urex_lstm() -> dict[str, str]:

@@ -141,7 +141,8 @@ def test_env_objects_are_up_to_date_for_get_attr_env_method_and_render():
 
 def test_urex_trains_identically_on_both_vec_envs():
     def train(vec_env_cls: type[VecEnv]) -> list[th.Tensor]:
-        env = make_vec_env("sb3_pcl/Copy-v0", n_envs=20, seed=0, vec_env_cls=vec_env_cls)  # type: ignore[arg-type]
+        venv = make_vec_env("sb3_pcl/Copy-v0", n_envs=20, seed=0, vec_env_cls=vec_env_cls)  # type: ignore[arg-type]
+        env = SharedCurriculum(venv, first_episode_only=True)
         model = UREX("MlpLstmPolicy", env, num_samples=10, learning_rate=0.01, seed=0, policy_kwargs={"lstm_hidden_size": 8})
         model.learn(2000)
         rewards = [info["r"] for info in model.ep_info_buffer]

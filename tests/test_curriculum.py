@@ -3,14 +3,19 @@ Tests of :class:`sb3_pcl.envs.curriculum.SharedCurriculum` (one curriculum for a
 gym <= 0.17.2) and of its use by Reinforce / UREX.
 """
 
+import hashlib
+
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch as th
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize, is_vecenv_wrapped
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor, VecNormalize, is_vecenv_wrapped
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl.envs import SharedCurriculum, expert_actions, has_curriculum
+from sb3_pcl.envs import CurriculumLogCallback, SharedCurriculum, curriculum_length, expert_actions, has_curriculum
 from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.urex import UREX
 
@@ -227,38 +232,99 @@ def test_with_vec_normalize_on_top_or_below(order):
 # ----------------------------------------------------------------------------------------------
 
 
+def params_digest(model: BaseAlgorithm) -> str:
+    params = th.cat([p.detach().reshape(-1).double() for p in model.policy.parameters()]).numpy()
+    return hashlib.sha256(params.tobytes()).hexdigest()[:16]
+
+
 @pytest.mark.parametrize("algo", [Reinforce, UREX])
 def test_reinforce_urex_with_promotions_mid_training(algo):
     # every finished episode passes the threshold: with last=2, promotions happen in the middle of the batches
     env = copy_vec(4, last=2, min_reward_threshold=-100.0)
-    model = algo("MlpPolicy", env, num_samples=2, max_steps=100, seed=0, policy_kwargs={"net_arch": [8]})
-    assert isinstance(model.env, SharedCurriculum) and model.env.first_episode_only
-    model.learn(300, log_interval=10**6)  # no ValueError from the groups' sync check
-    assert model.env.min_length >= 4
-    assert min_lengths(env) == [model.env.min_length] * 4
-    assert model.logger.name_to_value["rollout/min_length"] == model.env.min_length
+    shared = SharedCurriculum(env, first_episode_only=True)
+    model = algo("MlpPolicy", shared, num_samples=2, max_steps=100, seed=0, policy_kwargs={"net_arch": [8]})
+    assert model.env is shared
+    lengths = []
+
+    class LengthRecorder(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            lengths.append(self.logger.name_to_value[CurriculumLogCallback.KEY])
+
+    model.learn(300, callback=[CurriculumLogCallback(), LengthRecorder()], log_interval=10**6)  # no ValueError
+    assert shared.min_length >= 4
+    assert min_lengths(env) == [shared.min_length] * 4
+    # one value per batch, the shared length at the end of the batch
+    assert len(lengths) >= 2 and lengths == sorted(lengths) and lengths[-1] == shared.min_length
+    assert model.logger.name_to_value["rollout/min_length"] == shared.min_length
+
+
+# Recorded with sb3_pcl 0.1.0, whose Reinforce and UREX wrapped the env in SharedCurriculum(venv, first_episode_only=True)
+# by default (shared_curriculum=True): the parameters after 120 steps with promotions mid-batch, the final length.
+OLD_DEFAULT = {
+    "Reinforce": ("MlpPolicy", {"net_arch": [8]}, "4b794d49c061aab3", 20, 120),
+    "UREX": ("MlpLstmPolicy", {"lstm_hidden_size": 8}, "d97045eb286c38d9", 14, 124),
+}
+
+
+@pytest.mark.parametrize("algo", [Reinforce, UREX])
+def test_wrapping_by_hand_gives_the_numbers_of_the_old_default(algo):
+    policy, policy_kwargs, digest, final_length, n_steps = OLD_DEFAULT[algo.__name__]
+    env = copy_vec(4, last=2, min_reward_threshold=-100.0)
+    model = algo(
+        policy,
+        SharedCurriculum(env, first_episode_only=True),
+        num_samples=2,
+        max_steps=100,
+        seed=0,
+        policy_kwargs=policy_kwargs,
+    )
+    model.learn(120, log_interval=10**6)
+    assert (params_digest(model), model.env.min_length, model.num_timesteps) == (digest, final_length, n_steps)
+    assert min_lengths(env) == [final_length] * 4
 
 
 def test_without_shared_curriculum_diverging_envs_break_the_groups():
     env = copy_vec(4)
-    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, shared_curriculum=False, policy_kwargs={"net_arch": [8]})
+    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, policy_kwargs={"net_arch": [8]})
+    assert model.env is env
     env.env_method("set_min_length", 5, external=False, indices=[0])  # as a per-env promotion would
-    with pytest.raises(ValueError, match="different"):
+    with pytest.raises(ValueError, match=r"different .*SharedCurriculum\(venv, first_episode_only=True\)"):
+        model.learn(40)
+    # the per-batch check too (check_seeding=False skips only the one at the start of learn)
+    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, check_seeding=False, policy_kwargs={"net_arch": [8]})
+    with pytest.raises(ValueError, match=r"sb3_pcl\.envs\.SharedCurriculum"):
         model.learn(40)
 
 
-def test_shared_curriculum_option_set_env_and_user_wrapper(tmp_path):
+def test_algorithms_never_wrap_and_keep_the_user_wrapper(tmp_path):
     env = copy_vec(2)
-    assert not isinstance(Reinforce("MlpPolicy", env, shared_curriculum=False).env, SharedCurriculum)
-    assert not isinstance(Reinforce("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2)).env, SharedCurriculum)
-    user = SharedCurriculum(copy_vec(2))
+    assert Reinforce("MlpPolicy", env).env is env
+    user = SharedCurriculum(copy_vec(2), first_episode_only=True)
     model = UREX("MlpPolicy", user, policy_kwargs={"net_arch": [8]})
     assert model.env is user
-    model.set_env(copy_vec(2))
-    assert isinstance(model.env, SharedCurriculum)
+    plain = copy_vec(2)
+    model.set_env(plain)
+    assert model.env is plain
     model.save(tmp_path / "model")
-    loaded = UREX.load(tmp_path / "model", env=copy_vec(2))
-    assert isinstance(loaded.env, SharedCurriculum) and loaded.shared_curriculum
+    again = SharedCurriculum(copy_vec(2), first_episode_only=True)
+    loaded = UREX.load(tmp_path / "model", env=again)
+    assert loaded.env is again and not hasattr(loaded, "shared_curriculum")
+
+
+def test_curriculum_length_and_its_callback():
+    assert curriculum_length(make_vec_env("CartPole-v1", n_envs=2)) is None
+    env = copy_vec(3)
+    env.env_method("set_min_length", 5, indices=[0])
+    assert curriculum_length(env) == pytest.approx(3.0)  # per-env curricula: the mean
+    shared = SharedCurriculum(env, min_length=4)
+    assert curriculum_length(shared) == 4 and curriculum_length(VecMonitor(shared)) == 4
+    # no curriculum: the callback logs nothing
+    model = Reinforce("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), num_samples=2, max_steps=5, seed=0)
+    model.learn(20, callback=CurriculumLogCallback())
+    assert CurriculumLogCallback.KEY not in model.logger.name_to_value
 
 
 def test_pcl_shared_curriculum_counts_every_episode(tmp_path):

@@ -1,5 +1,7 @@
 """Full-episode losses against naive per-episode NumPy references, and synchronized episode batches."""
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -83,9 +85,10 @@ def test_urex_bonus_matches_reference(seed, tau):
     np.testing.assert_allclose(bonus.mean(axis=1), tau, atol=1e-9)
 
 
-def test_urex_bonus_needs_positive_tau():
-    with pytest.raises(ValueError, match="tau"):
-        urex_bonus(th.zeros(1, 2), th.zeros(1, 2), 0.0)
+@pytest.mark.parametrize("ent_coef", [0.0, -0.1, float("nan"), float("inf")])
+def test_urex_bonus_needs_a_positive_finite_ent_coef(ent_coef):
+    with pytest.raises(ValueError, match=rf"^ent_coef must be > 0 for the UREX bonus, got {ent_coef!r}$"):
+        urex_bonus(th.zeros(1, 2), th.zeros(1, 2), ent_coef)
 
 
 @pytest.mark.parametrize("urex", [False, True])
@@ -374,28 +377,32 @@ def test_works_through_vec_env_wrappers():
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("num_samples", [1, 0, -2, 2.0])
+@pytest.mark.parametrize("num_samples", [1, 0, -2, 2.0, True, np.float64("nan")])
 def test_num_samples_must_be_at_least_two(num_samples):
-    with pytest.raises(ValueError, match="num_samples must be an integer >= 2"):
+    message = rf"^num_samples must be an integer >= 2 \(.*\), got {re.escape(repr(num_samples))}$"
+    with pytest.raises(ValueError, match=message):
         check_num_samples(num_samples, 4)
     env = DummyVecEnv([SeededLengthEnv] * 4)
-    with pytest.raises(ValueError, match="num_samples"):
+    with pytest.raises(ValueError, match=message):
         collect_episode_batch(env, mlp_policy(env), num_samples, max_steps=5, base_seed=0)
 
 
 @pytest.mark.parametrize(("n_envs", "num_samples"), [(3, 2), (1, 2), (10, 4)])
 def test_n_envs_must_be_a_multiple_of_num_samples(n_envs, num_samples):
-    with pytest.raises(ValueError, match=rf"n_envs \({n_envs}\) must be a multiple of num_samples \({num_samples}\)"):
+    message = rf"^num_samples must be a divisor of the number of envs \(n_envs={n_envs}\): .*, got {num_samples}$"
+    with pytest.raises(ValueError, match=message):
         check_num_samples(num_samples, n_envs)
     env = DummyVecEnv([SeededLengthEnv] * n_envs)
-    with pytest.raises(ValueError, match="must be a multiple of num_samples"):
+    with pytest.raises(ValueError, match=message):
         collect_episode_batch(env, mlp_policy(env), num_samples, max_steps=5, base_seed=0)
+    check_num_samples(num_samples, n_envs * num_samples)  # a multiple passes
 
 
-def test_max_steps_must_be_positive():
+@pytest.mark.parametrize("max_steps", [0, -1, 2.5, float("nan"), None])
+def test_max_steps_must_be_a_positive_integer(max_steps):
     env = DummyVecEnv([SeededLengthEnv] * 2)
-    with pytest.raises(ValueError, match="max_steps"):
-        collect_episode_batch(env, mlp_policy(env), 2, max_steps=0, base_seed=0)
+    with pytest.raises(ValueError, match=rf"^max_steps must be an integer >= 1, got {max_steps!r}$"):
+        collect_episode_batch(env, mlp_policy(env), 2, max_steps=max_steps, base_seed=0)
 
 
 def test_env_ignoring_the_seed_is_rejected():

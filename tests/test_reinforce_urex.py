@@ -1,6 +1,8 @@
 """Behaviour tests of ``Reinforce`` and ``UREX`` as SB3 algorithms, and of the LSTM policy with previous-action input."""
 
+import inspect
 import os
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -8,10 +10,14 @@ import pytest
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
@@ -71,7 +77,7 @@ def test_cartpole_mlp_learn_save_load_predict(algo, tmp_path):
 
     model.save(tmp_path / "model")
     loaded = algo.load(tmp_path / "model", env=env)
-    assert loaded.num_samples == 2 and loaded.max_steps == 30 and loaded.tau == model.tau
+    assert loaded.num_samples == 2 and loaded.max_steps == 30 and loaded.ent_coef == model.ent_coef
     np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], actions)
     for p, q in zip(model.policy.parameters(), loaded.policy.parameters(), strict=True):
         th.testing.assert_close(p, q)
@@ -280,7 +286,7 @@ def test_box_actions_with_both_policies():
 def test_logged_loss_matches_a_per_episode_reference(algo):
     """The first update's loss, recomputed by hand from the batch's recorded log-probs (the policy has not moved)."""
     env = cartpole(n_envs=6)
-    model = algo("MlpPolicy", env, num_samples=3, tau=0.2, max_steps=15, seed=4)
+    model = algo("MlpPolicy", env, num_samples=3, ent_coef=0.2, max_steps=15, seed=4)
     callback = Recorder()
     model.learn(1, callback=callback)
     batch = callback.batches[0]
@@ -311,22 +317,23 @@ def test_gradient_clipping_and_adam_eps():
     assert custom.policy.optimizer.defaults["eps"] == 1e-8
 
 
-def test_tau_schedule_is_followed():
+def test_ent_coef_schedule_is_followed():
     env = cartpole()
-    taus = []
+    values = []
 
-    class TauRecorder(BaseCallback):
+    class EntCoefRecorder(BaseCallback):
         def _on_step(self) -> bool:
             return True
 
         def _on_rollout_start(self) -> None:
-            if "train/tau" in self.model.logger.name_to_value:
-                taus.append(self.model.logger.name_to_value["train/tau"])
+            if "train/ent_coef" in self.model.logger.name_to_value:
+                values.append(self.model.logger.name_to_value["train/ent_coef"])
 
-    model = UREX("MlpPolicy", env, num_samples=2, max_steps=5, tau=lambda progress: 0.1 + progress, seed=0)
-    model.learn(200, callback=TauRecorder(), log_interval=1000)
-    assert len(taus) >= 2 and taus == sorted(taus, reverse=True)
-    assert all(0.1 < tau <= 1.1 for tau in taus)
+    model = UREX("MlpPolicy", env, num_samples=2, max_steps=5, ent_coef=lambda progress: 0.1 + progress, seed=0)
+    model.learn(200, callback=EntCoefRecorder(), log_interval=1000)
+    assert len(values) >= 2 and values == sorted(values, reverse=True)
+    assert all(0.1 < value <= 1.1 for value in values)
+    assert "train/tau" not in model.logger.name_to_value
 
 
 # ----------------------------------------------------------------------------------------------
@@ -406,36 +413,189 @@ def test_same_seed_same_training():
 
 
 # ----------------------------------------------------------------------------------------------
+# Base class and constructor
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_base_algorithm_without_rollout_buffer(algo):
+    assert issubclass(algo, BaseAlgorithm) and not issubclass(algo, OnPolicyAlgorithm)
+    model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=10, seed=0)
+    model.learn(20)
+    # none of the on-policy machinery: no rollout buffer, no GAE / value-loss settings
+    for name in ("rollout_buffer", "n_steps", "gae_lambda", "vf_coef", "gamma", "tau"):
+        assert not hasattr(model, name), name
+    assert set(algo.policy_aliases) == {"MlpPolicy", "MlpLstmPolicy"}
+
+
+def test_urex_declares_only_ent_coef():
+    parameters = inspect.signature(UREX.__init__).parameters
+    assert list(parameters) == ["self", "policy", "env", "ent_coef", "kwargs"]
+    assert parameters["ent_coef"].default == 0.1 and parameters["kwargs"].kind is inspect.Parameter.VAR_KEYWORD
+    assert inspect.signature(Reinforce.__init__).parameters["ent_coef"].default == 0.01
+    # everything else is Reinforce's, forwarded
+    model = UREX("MlpPolicy", cartpole(), num_samples=4, max_steps=7, max_grad_norm=None, adam_eps=1e-5, check_seeding=False)
+    assert (model.num_samples, model.max_steps, model.max_grad_norm, model.adam_eps) == (4, 7, None, 1e-5)
+    assert model.ent_coef == 0.1 and not model.check_seeding and model.policy.optimizer.defaults["eps"] == 1e-5
+    with pytest.raises(TypeError, match="not_an_argument"):
+        UREX("MlpPolicy", cartpole(), not_an_argument=1)
+
+
+class KeyRecorder(KVWriter):
+    """Keeps the keys (and values) of every dump."""
+
+    def __init__(self) -> None:
+        self.dumps: list[dict[str, Any]] = []
+
+    def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+        self.dumps.append({**key_values, "step": step})
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("log_interval", [1, 2])
+def test_logs_of_the_learn_loop(log_interval):
+    model = Reinforce("MlpPolicy", cartpole(), num_samples=2, max_steps=10, seed=0)
+    recorder = KeyRecorder()
+    model.set_logger(Logger(folder=None, output_formats=[recorder]))
+    callback = Recorder()
+    model.learn(200, callback=callback, log_interval=log_interval)
+    n_batches = len(callback.batches)
+    assert len(recorder.dumps) == n_batches // log_interval > 1
+    first, last = recorder.dumps[0], recorder.dumps[-1]
+    # The logs are written before each batch's update: the first dump has the values of log_interval - 1 updates.
+    if log_interval == 1:
+        assert not any(key.startswith("train/") for key in first)
+    else:
+        assert first["train/n_updates"] == log_interval - 1
+    expected = {"time/iterations", "time/fps", "time/time_elapsed", "time/total_timesteps", "rollout/ep_rew_mean"}
+    assert expected | {"rollout/ep_len_mean"} <= set(last)
+    assert {"train/loss", "train/ent_coef", "train/learning_rate", "train/n_updates", "train/grad_norm"} <= set(last)
+    assert last["time/iterations"] == n_batches - n_batches % log_interval
+    assert (
+        last["time/total_timesteps"]
+        == last["step"]
+        == sum(batch.n_steps * 4 for batch in callback.batches[: last["time/iterations"]])
+    )
+    assert last["train/n_updates"] == last["time/iterations"] - 1
+    if n_batches % log_interval == 0:  # the last batch was logged: the statistics are the final ones
+        assert last["rollout/ep_len_mean"] == pytest.approx(np.mean([info["l"] for info in model.ep_info_buffer]))
+    model.learn(50, log_interval=None)  # no dump at all
+    assert len(recorder.dumps) == n_batches // log_interval
+
+
+def test_callbacks_see_the_training_loop():
+    events = []
+
+    class Events(BaseCallback):
+        def _on_training_start(self) -> None:
+            events.append(("start", self.locals["total_timesteps"]))
+
+        def _on_rollout_start(self) -> None:
+            events.append("rollout_start")
+
+        def _on_step(self) -> bool:
+            assert {"actions", "clipped_actions", "new_obs", "rewards", "dones", "infos"} <= set(self.locals)
+            return True
+
+        def _on_rollout_end(self) -> None:
+            events.append(("rollout_end", self.locals["batch"].n_steps))
+
+        def _on_training_end(self) -> None:
+            events.append("end")
+
+    model = Reinforce("MlpPolicy", cartpole(), num_samples=2, max_steps=5, seed=0)
+    model.learn(40, callback=Events())
+    assert events[0] == ("start", 40) and events[-1] == "end"
+    assert events[1:-1] == ["rollout_start", ("rollout_end", 5)] * 2
+
+
+def test_saved_model_keeps_the_adam_state(tmp_path):
+    model = Reinforce("MlpPolicy", cartpole(), num_samples=2, max_steps=10, seed=0)
+    model.learn(40)
+    model.save(tmp_path / "model")
+    loaded = Reinforce.load(tmp_path / "model", env=cartpole())
+    saved_state, loaded_state = model.policy.optimizer.state_dict()["state"], loaded.policy.optimizer.state_dict()["state"]
+    assert saved_state and saved_state.keys() == loaded_state.keys()
+    for index, state in saved_state.items():
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            th.testing.assert_close(loaded_state[index][key], state[key])
+    assert loaded._batch is None and loaded.num_timesteps == model.num_timesteps
+
+
+def test_models_saved_by_0_1_0_load_with_their_tau(tmp_path):
+    """A 0.1.0 save holds ``tau`` (the coefficient), a dummy ``ent_coef`` of 0 and OnPolicyAlgorithm's attributes."""
+    model = UREX("MlpPolicy", cartpole(), ent_coef=0.3, num_samples=2, max_steps=10, seed=0)
+    model.learn(20)
+    model.save(tmp_path / "new")
+    data, params, variables = load_from_zip_file(tmp_path / "new")
+    assert data is not None
+    data.update(ent_coef=0.0, tau=0.3, tau_schedule=data.pop("ent_coef_schedule"), shared_curriculum=True, n_steps=10)
+    data.update(gamma=1.0, gae_lambda=1.0, vf_coef=0.0, rollout_buffer_class=None, rollout_buffer_kwargs={})
+    save_to_zip_file(tmp_path / "old", data=data, params=params, pytorch_variables=variables)
+    loaded = UREX.load(tmp_path / "old", env=cartpole())
+    assert loaded.ent_coef == 0.3 and loaded.ent_coef_schedule(0.5) == 0.3
+    for name in ("tau", "tau_schedule", "shared_curriculum", "n_steps", "gamma", "gae_lambda", "vf_coef"):
+        assert not hasattr(loaded, name), name
+    loaded.learn(20)
+    assert loaded.logger.name_to_value["train/ent_coef"] == 0.3
+
+
+# ----------------------------------------------------------------------------------------------
 # Errors
 # ----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_single_env_is_rejected(algo):
-    with pytest.raises(ValueError, match=r"n_envs \(1\) must be a multiple of num_samples \(2\)"):
+    with pytest.raises(ValueError, match=r"num_samples must be a divisor of the number of envs \(n_envs=1\).*got 2"):
         algo("MlpPolicy", "CartPole-v1")
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "name"),
+    ("kwargs", "message"),
     [
-        ({"num_samples": 1}, "num_samples"),
-        ({"num_samples": 3}, "n_envs"),
-        ({"max_steps": 0}, "max_steps"),
-        ({"max_grad_norm": 0.0}, "max_grad_norm"),
-        ({"tau": -0.1}, "tau"),
-        ({"adam_eps": 0.0}, "adam_eps"),
+        ({"num_samples": 1}, "num_samples must be an integer >= 2"),
+        ({"num_samples": 2.0}, "num_samples must be an integer >= 2"),
+        ({"num_samples": 3}, r"num_samples must be a divisor of the number of envs \(n_envs=4\)"),
+        ({"max_steps": 0}, "max_steps must be an integer >= 1, got 0"),
+        ({"max_steps": True}, "max_steps must be an integer >= 1, got True"),
+        ({"max_grad_norm": 0.0}, "max_grad_norm must be None or a finite float > 0, got 0.0"),
+        ({"max_grad_norm": float("nan")}, "max_grad_norm must be None or a finite float > 0, got nan"),
+        ({"ent_coef": -0.1}, "ent_coef must be a finite float >= 0 or a schedule, got -0.1"),
+        ({"ent_coef": float("nan")}, "ent_coef must be a finite float >= 0 or a schedule, got nan"),
+        ({"ent_coef": float("inf")}, "ent_coef must be a finite float >= 0 or a schedule, got inf"),
+        ({"ent_coef": "fast"}, "ent_coef: cannot read the schedule 'fast'"),
+        ({"learning_rate": float("nan")}, "learning_rate must be a finite float > 0 or a schedule, got nan"),
+        ({"learning_rate": 0.0}, "learning_rate must be a finite float > 0 or a schedule, got 0.0"),
+        ({"adam_eps": 0.0}, "adam_eps must be a finite float > 0, got 0.0"),
+        ({"adam_eps": float("nan")}, "adam_eps must be a finite float > 0, got nan"),
+        ({"check_seeding": "yes"}, "check_seeding must be True or False, got 'yes'"),
     ],
 )
-def test_invalid_hyperparameters(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        Reinforce("MlpPolicy", cartpole(), **kwargs)
+@pytest.mark.parametrize("algo", ALGOS)
+def test_invalid_hyperparameters_are_named_as_passed(algo, kwargs, message):
+    with pytest.raises(ValueError, match=f"^{message}"):
+        algo("MlpPolicy", cartpole(), **kwargs)
 
 
-def test_urex_needs_positive_tau():
-    with pytest.raises(ValueError, match="tau must be > 0"):
-        UREX("MlpPolicy", cartpole(), tau=0.0)
-    assert Reinforce("MlpPolicy", cartpole(), tau=0.0).tau == 0.0
+def test_urex_needs_positive_ent_coef():
+    with pytest.raises(ValueError, match=r"^ent_coef must be > 0 for UREX \(or a schedule of positive values\), got 0.0"):
+        UREX("MlpPolicy", cartpole(), ent_coef=0.0)
+    assert Reinforce("MlpPolicy", cartpole(), ent_coef=0.0).ent_coef == 0.0
+    # A schedule reaching 0 passes the constructor; the bonus refuses the value when it is used.
+    model = UREX("MlpPolicy", cartpole(), num_samples=2, max_steps=5, ent_coef=lambda progress: 0.1 * (progress > 0.5), seed=0)
+    with pytest.raises(ValueError, match=r"^ent_coef must be > 0 for the UREX bonus, got 0\.0$"):
+        model.learn(400, log_interval=None)
+    assert model._n_updates > 0 and model.num_timesteps >= 200
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_the_old_tau_and_shared_curriculum_arguments_are_gone(algo):
+    for old in ({"tau": 0.1}, {"shared_curriculum": True}):
+        with pytest.raises(TypeError, match=next(iter(old))):
+            algo("MlpPolicy", cartpole(), **old)
 
 
 def test_unseedable_env_is_rejected_at_learn():

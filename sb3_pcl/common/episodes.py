@@ -4,7 +4,8 @@ Full-episode objectives (REINFORCE with entropy bonus, UREX) and synchronized ep
 Loss functions
     Small pure torch functions on ``(n_groups, K)`` tensors: row ``g`` holds the ``K`` episodes played
     from start state ``g``, ``R`` their total rewards, ``L`` their total log-probabilities (summed over
-    steps and action components).
+    steps and action components), ``tau`` the algorithms' ``ent_coef`` (entropy coefficient of MENT,
+    temperature of UREX).
 
     ============================  =========================================================  ============================
     quantity                      definition                                                 function
@@ -42,6 +43,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.recurrent import initial_recurrent_states
+from sb3_pcl.common.validation import check, is_int, is_real
 
 __all__ = [
     "EpisodeBatch",
@@ -77,31 +79,30 @@ def episode_totals(x: th.Tensor, mask: th.Tensor) -> th.Tensor:
     return th.where(mask > 0, x, th.zeros_like(x)).sum(dim=0)
 
 
-def ment_bonus(total_log_probs: th.Tensor, tau: float) -> th.Tensor:
+def ment_bonus(total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
     """
     Entropy bonus of REINFORCE with maximum-entropy regularisation (MENT): ``-tau * L``.
 
     :param total_log_probs: ``(n_groups, K)`` total log-probabilities ``L`` of the episodes
-    :param tau: entropy coefficient
+    :param ent_coef: ``tau``, the entropy coefficient
     :return: ``(n_groups, K)`` bonus
     """
-    return -tau * total_log_probs
+    return -ent_coef * total_log_probs
 
 
-def urex_bonus(total_rewards: th.Tensor, total_log_probs: th.Tensor, tau: float) -> th.Tensor:
+def urex_bonus(total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
     """
     UREX bonus: ``tau * K * softmax_K(R / tau - L)``, the self-normalised importance weights of the
     ``K`` episodes of a group under ``exp(R / tau)``, scaled so that they average to ``tau``.
 
     :param total_rewards: ``(n_groups, K)`` total rewards ``R``
     :param total_log_probs: ``(n_groups, K)`` total log-probabilities ``L``
-    :param tau: temperature, ``> 0``
+    :param ent_coef: ``tau``, the temperature, ``> 0``
     :return: ``(n_groups, K)`` bonus
     """
-    if tau <= 0:
-        raise ValueError(f"tau must be > 0 for the UREX bonus, got {tau}")
+    check(is_real(ent_coef) and ent_coef > 0, "ent_coef", ent_coef, "> 0 for the UREX bonus")
     num_samples = total_rewards.shape[-1]
-    return tau * num_samples * th.softmax(total_rewards / tau - total_log_probs, dim=-1)
+    return ent_coef * num_samples * th.softmax(total_rewards / ent_coef - total_log_probs, dim=-1)
 
 
 def k_sample_baseline(rewards_and_bonus: th.Tensor) -> th.Tensor:
@@ -138,16 +139,19 @@ def check_num_samples(num_samples: int, n_envs: int) -> None:
     :param n_envs: number of envs of the VecEnv
     :raises ValueError: unless ``K`` is an integer ``>= 2`` dividing ``n_envs``
     """
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
-        raise ValueError(
-            "num_samples must be an integer >= 2 (the K-sample baseline needs K episodes per start state), "
-            f"got {num_samples!r}"
-        )
-    if n_envs % num_samples != 0:
-        raise ValueError(
-            f"n_envs ({n_envs}) must be a multiple of num_samples ({num_samples}): each group of num_samples envs "
-            f"plays the same start state; use e.g. make_vec_env(env_id, n_envs={num_samples} * n_start_states)"
-        )
+    check(
+        is_int(num_samples) and num_samples >= 2,
+        "num_samples",
+        num_samples,
+        "an integer >= 2 (the K-sample baseline needs K episodes per start state)",
+    )
+    check(
+        n_envs % num_samples == 0,
+        "num_samples",
+        num_samples,
+        f"a divisor of the number of envs (n_envs={n_envs}): each group of num_samples envs plays the same start "
+        f"state; use e.g. make_vec_env(env_id, n_envs={num_samples} * n_start_states)",
+    )
 
 
 def group_seeds(base_seed: int, n_envs: int, num_samples: int) -> list[int]:
@@ -214,7 +218,9 @@ def check_group_sync(obs: np.ndarray, num_samples: int, reset_infos: Sequence[di
             f"the env cannot be reset to a given seed: after reset(seed=s), the {num_samples} copies of groups {bad[:5]} "
             f"have different {what}. UREX and Reinforce need envs whose reset(seed=...) fully determines the start "
             "state and the env's randomness (seed self.np_random through super().reset(seed=seed), no other state "
-            "carried across episodes)"
+            "carried across episodes). Envs with a curriculum (the algorithmic tasks of sb3_pcl.envs) promote each env "
+            "on its own, so their curricula drift apart: make all envs share one by wrapping the VecEnv in "
+            "sb3_pcl.envs.SharedCurriculum(venv, first_episode_only=True)"
         )
 
 
@@ -348,8 +354,7 @@ def collect_episode_batch(
     :return: the batch, or ``None`` when ``on_step`` aborted it
     """
     check_num_samples(num_samples, env.num_envs)
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+    check(is_int(max_steps) and max_steps >= 1, "max_steps", max_steps, "an integer >= 1")
     n_envs = env.num_envs
     seeds = group_seeds(base_seed, n_envs, num_samples)
     set_reset_seeds(env, seeds)

@@ -4,7 +4,7 @@ Gymnasium ports of OpenAI Gym's algorithmic tasks, with expert demonstrations.
 Call :func:`register_algorithmic_envs` (done on ``import sb3_pcl``) to register the ids
 ``sb3_pcl/Copy-v0``, ``sb3_pcl/DuplicatedInput-v0``, ``sb3_pcl/RepeatCopy-v0``, ``sb3_pcl/Reverse-v0``,
 ``sb3_pcl/ReversedAddition-v0`` and ``sb3_pcl/ReversedAddition3-v0``. :class:`SharedCurriculum` makes all
-envs of a VecEnv share one curriculum (as gym <= 0.17.2 did).
+envs of a VecEnv share one curriculum (as gym <= 0.17.2 did); :class:`CurriculumLogCallback` logs its length.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sb3_pcl.envs.algorithmic import (
     duplicated_input_target,
     reversed_addition_target,
 )
-from sb3_pcl.envs.curriculum import SharedCurriculum, has_curriculum
+from sb3_pcl.envs.curriculum import CurriculumLogCallback, SharedCurriculum, curriculum_length, has_curriculum
 from sb3_pcl.envs.expert import (
     ExpertPathsCallback,
     expert_actions,
@@ -44,6 +44,7 @@ __all__ = [
     "AlgorithmicVecEnv",
     "CombinedActionWrapper",
     "CopyEnv",
+    "CurriculumLogCallback",
     "DuplicatedInputEnv",
     "ExpertPathsCallback",
     "GridAlgorithmicEnv",
@@ -53,6 +54,7 @@ __all__ = [
     "ReversedAdditionEnv",
     "SharedCurriculum",
     "TapeAlgorithmicEnv",
+    "curriculum_length",
     "duplicated_input_data",
     "duplicated_input_target",
     "expert_actions",

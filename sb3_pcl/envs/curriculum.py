@@ -10,7 +10,15 @@ of the last ``last`` shortfalls for the whole VecEnv and pushes every promotion 
 
 Algorithms that reset groups of envs with identical seeds (:class:`~sb3_pcl.reinforce.Reinforce`,
 :class:`~sb3_pcl.urex.UREX`) need it: per-instance curricula drift apart, and the copies of a group then
-draw inputs of different lengths from the same seed.
+draw inputs of different lengths from the same seed. Wrap their VecEnv yourself (the algorithms never import
+this package)::
+
+    venv = SharedCurriculum(make_vec_env("sb3_pcl/Copy-v0", n_envs=400), first_episode_only=True)
+    model = UREX("MlpLstmPolicy", venv, num_samples=10)
+    model.learn(5_000_000, callback=CurriculumLogCallback())  # logs rollout/min_length
+
+In an rl-zoo3 YAML file: ``vec_env_wrapper: [{sb3_pcl.envs.SharedCurriculum: {first_episode_only: true}}]`` and
+``callback: sb3_pcl.envs.CurriculumLogCallback``.
 """
 
 from __future__ import annotations
@@ -18,10 +26,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, is_vecenv_wrapped
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, is_vecenv_wrapped, unwrap_vec_wrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-__all__ = ["SharedCurriculum", "has_curriculum", "share_curriculum"]
+__all__ = ["CurriculumLogCallback", "SharedCurriculum", "curriculum_length", "has_curriculum", "share_curriculum"]
 
 
 def has_curriculum(venv: VecEnv) -> bool:
@@ -35,7 +44,7 @@ def has_curriculum(venv: VecEnv) -> bool:
 
 def share_curriculum(venv: VecEnv, first_episode_only: bool = False) -> VecEnv:
     """
-    The algorithms' ``shared_curriculum=True``: wrap a VecEnv in :class:`SharedCurriculum` when its envs have a
+    PCL's ``shared_curriculum=True``: wrap a VecEnv in :class:`SharedCurriculum` when its envs have a
     curriculum and it is not wrapped already; return any other VecEnv unchanged.
 
     :param venv: The training VecEnv.
@@ -204,3 +213,41 @@ class SharedCurriculum(VecEnvWrapper):
         if promoted:
             self._send_min_length()
         return obs, rewards, dones, infos
+
+
+def curriculum_length(venv: VecEnv) -> float | None:
+    """
+    :param venv: A VecEnv (wrappers are looked through).
+    :return: The curriculum length (``min_length``) of its envs: the shared one when a :class:`SharedCurriculum`
+        wraps it, else the mean of the envs' own lengths; ``None`` when its envs have no curriculum.
+    """
+    shared = unwrap_vec_wrapper(venv, SharedCurriculum)
+    if isinstance(shared, SharedCurriculum):
+        return shared.min_length
+    if not has_curriculum(venv):
+        return None
+    return float(np.mean(venv.get_attr("min_length")))
+
+
+class CurriculumLogCallback(BaseCallback):
+    """
+    Log the curriculum length of the training env (:func:`curriculum_length`) as ``rollout/min_length`` at the end
+    of every rollout: every batch of Reinforce and UREX, every collection of PCL. Logs nothing for envs without a
+    curriculum.
+
+    :param verbose: Verbosity level: 0 for no output, 1 for info messages, 2 for debug messages.
+    """
+
+    #: The logged key.
+    KEY = "rollout/min_length"
+
+    def __init__(self, verbose: int = 0) -> None:
+        super().__init__(verbose)
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        length = curriculum_length(self.training_env)
+        if length is not None:
+            self.logger.record(self.KEY, length)

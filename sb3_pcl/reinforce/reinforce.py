@@ -1,18 +1,19 @@
 """REINFORCE with maximum-entropy regularisation (MENT) and a K-sample baseline, as a Stable-Baselines3 algorithm."""
 
+import sys
+import time
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
-from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import FloatSchedule
-from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_wrapper
+from stable_baselines3.common.utils import FloatSchedule, safe_mean
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.episodes import (
     MAX_SEED,
@@ -27,14 +28,25 @@ from sb3_pcl.common.episodes import (
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.schedules import parse_schedule
-from sb3_pcl.common.validation import fail_hyperparameter
-from sb3_pcl.envs.curriculum import SharedCurriculum, share_curriculum
+from sb3_pcl.common.validation import check, is_int, is_real
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
+#: Attributes of the models saved by sb3_pcl 0.1.0 that no longer exist (dropped when such a model is loaded).
+_OLD_SAVE_ATTRIBUTES = (
+    "tau_schedule",
+    "shared_curriculum",
+    "n_steps",
+    "gamma",
+    "gae_lambda",
+    "vf_coef",
+    "rollout_buffer_class",
+    "rollout_buffer_kwargs",
+)
 
-class Reinforce(OnPolicyAlgorithm):
+
+class Reinforce(BaseAlgorithm):
     """
     REINFORCE with an entropy bonus (MENT) and a non-parametric K-sample baseline.
 
@@ -44,32 +56,36 @@ class Reinforce(OnPolicyAlgorithm):
     Each iteration plays one batch of full episodes: the ``n_envs`` envs form ``n_envs / num_samples``
     groups of ``num_samples`` (``K``) envs reset with the same seed, so every start state is played
     ``K`` times. With ``R`` the total reward and ``L`` the total log-probability of an episode, the
-    loss is ``mean -stopgrad(R + b - mean_K(R + b)) * L`` with the bonus ``b = -tau * L``
+    loss is ``mean -stopgrad(R + b - mean_K(R + b)) * L`` with the bonus ``b = -ent_coef * L``
     (see :mod:`sb3_pcl.common.episodes`), followed by one Adam step with global-norm gradient clipping.
 
-    Base class: :class:`~stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm`, whose loop
-    (collect, log every ``log_interval`` iterations, train once, until ``total_timesteps``) is exactly
-    this algorithm's, with its callbacks, progress bar, logging and saving. Only the data differ: no
-    fixed-length ``RolloutBuffer`` but a batch of whole episodes from synchronized resets, so
-    ``collect_rollouts`` is overridden. ``num_timesteps`` counts every env step, including the steps
-    envs make after their episode of the batch has ended (they are masked out of the loss).
+    Base class: :class:`~stable_baselines3.common.base_class.BaseAlgorithm`, with this algorithm's own
+    :meth:`learn` loop: collect one batch, log every ``log_interval`` batches, train once, until
+    ``total_timesteps``. Callbacks see every vectorised step (``update_locals`` / ``on_step``) and the start
+    and end of each batch (``on_rollout_start`` / ``on_rollout_end``, with ``locals["batch"]``, the
+    :class:`~sb3_pcl.common.episodes.EpisodeBatch`). ``num_timesteps`` counts every env step, including the
+    steps envs make after their episode of the batch has ended (they are masked out of the loss).
+
+    Envs with a curriculum (the algorithmic tasks of :mod:`sb3_pcl.envs`) need one curriculum for all envs,
+    or the ``K`` copies of a group drift apart and stop starting identically (a ``ValueError`` naming
+    ``SharedCurriculum``): wrap the VecEnv yourself,
+    ``Reinforce(policy, SharedCurriculum(venv, first_episode_only=True))`` with
+    :class:`sb3_pcl.envs.SharedCurriculum`, and pass :class:`sb3_pcl.envs.CurriculumLogCallback` to ``learn``
+    to log the curriculum length as ``rollout/min_length``.
 
     :param policy: ``MlpPolicy`` (SB3's actor-critic MLP), ``MlpLstmPolicy`` (LSTM with previous-action
         input) or a policy class
     :param env: a VecEnv of ``n_groups * num_samples`` envs whose ``reset(seed=...)`` determines the episode
     :param learning_rate: Adam learning rate, constant or a schedule of the remaining progress
     :param num_samples: ``K``, episodes per start state (>= 2, must divide ``n_envs``)
-    :param tau: entropy coefficient, a float or a schedule of the remaining progress, callable or string
-        (:func:`~sb3_pcl.common.schedules.parse_schedule`; the original ``tau_decay`` is an ``exp_`` schedule)
+    :param ent_coef: entropy coefficient ``tau``, a float >= 0 or a schedule of the remaining progress, callable
+        or string (:func:`~sb3_pcl.common.schedules.parse_schedule`; the original ``tau_decay`` is an ``exp_``
+        schedule)
     :param max_steps: cap on the steps of a batch; episodes still running then are cut and used as they are
     :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4); ``policy_kwargs["optimizer_kwargs"]`` overrides it
     :param check_seeding: at the start of ``learn``, reset twice with the same seeds and check the groups
         start identically (the groups of every batch are always checked)
-    :param shared_curriculum: when the envs have a curriculum (the algorithmic tasks of :mod:`sb3_pcl.envs`),
-        wrap the env in :class:`~sb3_pcl.envs.curriculum.SharedCurriculum` (unless it already is) so that all
-        envs share one curriculum, as in gym <= 0.17.2; it counts the batches' episodes only. Per-env curricula
-        drift apart and the copies of a group then start differently (``ValueError``)
     :param stats_window_size: window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments passed to the policy on creation
@@ -91,12 +107,11 @@ class Reinforce(OnPolicyAlgorithm):
         env: GymEnv | str,
         learning_rate: float | Schedule = 0.01,
         num_samples: int = 2,
-        tau: float | Schedule | str = 0.01,
+        ent_coef: float | Schedule | str = 0.01,
         max_steps: int = 1000,
         max_grad_norm: float | None = 50.0,
         adam_eps: float = 2e-4,
         check_seeding: bool = True,
-        shared_curriculum: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -112,30 +127,21 @@ class Reinforce(OnPolicyAlgorithm):
             policy,
             env,
             learning_rate=learning_rate,
-            n_steps=max_steps,
-            gamma=1.0,
-            gae_lambda=1.0,
-            ent_coef=0.0,
-            vf_coef=0.0,
-            max_grad_norm=0.0 if max_grad_norm is None else max_grad_norm,
-            use_sde=False,
-            sde_sample_freq=-1,
+            policy_kwargs=policy_kwargs,
             stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log,
-            policy_kwargs=policy_kwargs,
             verbose=verbose,
-            seed=seed,
             device=device,
-            _init_setup_model=False,
+            support_multi_env=True,
+            seed=seed,
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete),
         )
         self.num_samples = num_samples
-        self.tau = parse_schedule("tau", tau)
+        self.ent_coef = parse_schedule("ent_coef", ent_coef)
         self.max_steps = max_steps
-        self.max_grad_norm = max_grad_norm  # type: ignore[assignment]
+        self.max_grad_norm = max_grad_norm
         self.adam_eps = adam_eps
         self.check_seeding = check_seeding
-        self.shared_curriculum = shared_curriculum
         self._batch: EpisodeBatch | None = None
         self._check_hyperparameters()
 
@@ -145,49 +151,62 @@ class Reinforce(OnPolicyAlgorithm):
     # ------------------------------------------------------------------ setup
     def _check_hyperparameters(self) -> None:
         """Raise a ``ValueError`` naming the first invalid hyperparameter."""
+        check(
+            callable(self.learning_rate) or (is_real(self.learning_rate) and self.learning_rate > 0),
+            "learning_rate",
+            self.learning_rate,
+            "a finite float > 0 or a schedule",
+        )
+        check(
+            is_int(self.num_samples) and self.num_samples >= 2,
+            "num_samples",
+            self.num_samples,
+            "an integer >= 2 (the K-sample baseline needs K episodes per start state)",
+        )
+        check(
+            callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef >= 0),
+            "ent_coef",
+            self.ent_coef,
+            "a finite float >= 0 or a schedule",
+        )
+        check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", self.max_steps, "an integer >= 1")
+        check(
+            self.max_grad_norm is None or (is_real(self.max_grad_norm) and self.max_grad_norm > 0),
+            "max_grad_norm",
+            self.max_grad_norm,
+            "None or a finite float > 0",
+        )
+        check(is_real(self.adam_eps) and self.adam_eps > 0, "adam_eps", self.adam_eps, "a finite float > 0")
+        check(isinstance(self.check_seeding, bool), "check_seeding", self.check_seeding, "True or False")
 
-        def fail(name: str, allowed: str) -> None:
-            fail_hyperparameter(self, name, allowed)
-
-        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, (int, np.integer)) or self.num_samples < 2:
-            fail("num_samples", "an integer >= 2 (the K-sample baseline needs K episodes per start state)")
-        if not callable(self.tau) and self.tau < 0:
-            fail("tau", ">= 0 (or a schedule)")
-        if not isinstance(self.max_steps, (int, np.integer)) or self.max_steps < 1:
-            fail("max_steps", "an integer >= 1")
-        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
-            fail("max_grad_norm", "None or > 0")
-        if self.adam_eps <= 0:
-            fail("adam_eps", "> 0")
+    def _upgrade_old_save(self) -> None:
+        """
+        Read a model saved by sb3_pcl 0.1.0 (on ``OnPolicyAlgorithm``, with ``tau``): ``load`` has set the saved
+        attributes, so ``tau`` becomes ``ent_coef`` (which held a dummy 0 then) and the on-policy leftovers go.
+        The env passed to ``load`` is used as it is: wrap it in ``SharedCurriculum`` where the model was trained
+        with ``shared_curriculum=True`` (0.1.0's default) on a task with a curriculum.
+        """
+        if "tau" not in self.__dict__:
+            return
+        self.ent_coef = self.__dict__.pop("tau")
+        for name in _OLD_SAVE_ATTRIBUTES:
+            self.__dict__.pop(name, None)
 
     def _setup_model(self) -> None:
+        self._upgrade_old_save()
         if isinstance(self.observation_space, spaces.Dict):
             raise ValueError(
                 f"{type(self).__name__} does not support Dict observation spaces (flatten them with a wrapper first)"
             )
         if self.env is not None:
-            self.env = self._share_curriculum(self.env)
             check_num_samples(self.num_samples, self.env.num_envs)
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
-        self.tau_schedule = FloatSchedule(self.tau)
-        self.rollout_buffer = None  # type: ignore[assignment]  # whole-episode batches instead, see collect_rollouts
+        self.ent_coef_schedule = FloatSchedule(self.ent_coef)
         self.policy = self.policy_class(  # type: ignore[assignment]
             self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs
         )
         self.policy = self.policy.to(self.device)
-
-    def _share_curriculum(self, env: VecEnv) -> VecEnv:
-        """
-        :param env: the training env
-        :return: the env in a :class:`SharedCurriculum` when ``shared_curriculum`` and its envs have a curriculum
-        """
-        return share_curriculum(env, first_episode_only=True) if self.shared_curriculum else env
-
-    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        super().set_env(env, force_reset)
-        assert self.env is not None
-        self.env = self._share_curriculum(self.env)
 
     def _setup_learn(
         self,
@@ -207,24 +226,17 @@ class Reinforce(OnPolicyAlgorithm):
         return total_timesteps, callback
 
     def _draw_base_seed(self) -> int:
+        """:return: the reset seed of the first group of a batch (from NumPy's global generator, seeded by ``seed``)"""
         n_groups = self.n_envs // self.num_samples
         return int(np.random.randint(0, MAX_SEED - n_groups))
 
     # ------------------------------------------------------------------ data
-    def collect_rollouts(
-        self,
-        env: VecEnv,
-        callback: BaseCallback,
-        rollout_buffer: RolloutBuffer,
-        n_rollout_steps: int,
-    ) -> bool:
+    def collect_rollouts(self, env: VecEnv, callback: BaseCallback) -> bool:
         """
         Play one batch of episodes from synchronized start states (the batch is kept for :meth:`train`).
 
         :param env: the training environment
         :param callback: called once per vectorised step (and at the start and end of the batch)
-        :param rollout_buffer: unused (the episodes are kept in an :class:`~sb3_pcl.common.episodes.EpisodeBatch`)
-        :param n_rollout_steps: unused (``max_steps`` caps the batch)
         :return: ``False`` if the callback stopped training
         """
         check_num_samples(self.num_samples, env.num_envs)
@@ -261,10 +273,8 @@ class Reinforce(OnPolicyAlgorithm):
         finished = [episode_infos[index] for index in sorted(episode_infos)]
         self._update_info_buffer(finished, np.ones(len(finished), dtype=bool))
         self._batch = batch
-        curriculum = unwrap_vec_wrapper(env, SharedCurriculum)
-        if isinstance(curriculum, SharedCurriculum):
-            self.logger.record("rollout/min_length", curriculum.min_length)
-        self._last_obs = None  # type: ignore[assignment]  # every batch starts with a seeded reset
+        # Every batch starts with a seeded reset: no observation carries over (and a later ``learn`` resets first).
+        self._last_obs = None
         callback.update_locals({"batch": batch})
         callback.on_rollout_end()
         return True
@@ -314,16 +324,16 @@ class Reinforce(OnPolicyAlgorithm):
         return th.where(mask, log_prob, zeros), th.where(mask, entropy, zeros)
 
     # ------------------------------------------------------------------ learning
-    def _bonus(self, total_rewards: th.Tensor, total_log_probs: th.Tensor, tau: float) -> th.Tensor:
+    def _bonus(self, total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
         """
-        Exploration bonus of each episode (MENT: ``-tau * L``); UREX overrides this.
+        Exploration bonus of each episode (MENT: ``-ent_coef * L``); UREX overrides this.
 
         :param total_rewards: ``(n_groups, K)`` total rewards
         :param total_log_probs: ``(n_groups, K)`` total log-probabilities (detached)
-        :param tau: current entropy coefficient
+        :param ent_coef: current entropy coefficient
         :return: ``(n_groups, K)`` bonus
         """
-        return ment_bonus(total_log_probs, tau)
+        return ment_bonus(total_log_probs, ent_coef)
 
     def train(self) -> None:
         """One Adam step on the last batch of episodes."""
@@ -332,7 +342,7 @@ class Reinforce(OnPolicyAlgorithm):
         batch = self._batch
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
-        tau = self.tau_schedule(self._current_progress_remaining)
+        ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
 
         log_prob, entropy = self._evaluate_batch(batch)
         mask = th.as_tensor(batch.mask, device=self.device)
@@ -340,7 +350,7 @@ class Reinforce(OnPolicyAlgorithm):
         shape = (batch.n_groups, batch.num_samples)
         total_rewards = episode_totals(rewards, mask).reshape(shape)
         total_log_probs = episode_totals(log_prob, mask).reshape(shape)
-        bonus = self._bonus(total_rewards, total_log_probs.detach(), tau)
+        bonus = self._bonus(total_rewards, total_log_probs.detach(), ent_coef)
         loss = full_episode_policy_loss(total_rewards, total_log_probs, bonus)
 
         self.policy.optimizer.zero_grad()
@@ -353,7 +363,7 @@ class Reinforce(OnPolicyAlgorithm):
         n_valid = mask.sum()
         rewards_and_bonus = total_rewards + bonus
         self.logger.record("train/loss", loss.item())
-        self.logger.record("train/tau", tau)
+        self.logger.record("train/ent_coef", ent_coef)
         self.logger.record("train/entropy", (entropy.detach().sum() / n_valid).item())
         self.logger.record("train/grad_norm", float(grad_norm))
         self.logger.record("train/bonus_mean", bonus.mean().item())
@@ -366,34 +376,65 @@ class Reinforce(OnPolicyAlgorithm):
         self.logger.record("train/batch_cut_fraction", float(1.0 - batch.ended.mean()))
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
-    def learn(  # type: ignore[override]
+    def dump_logs(self, iteration: int = 0) -> None:
+        """
+        Record the time and episode statistics (the keys of SB3's on-policy algorithms) and write the logs.
+
+        :param iteration: number of batches played in this ``learn`` call (not recorded when 0)
+        """
+        assert self.ep_info_buffer is not None and self.ep_success_buffer is not None
+        elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
+        if iteration > 0:
+            self.logger.record("time/iterations", iteration, exclude="tensorboard")
+        if self.ep_info_buffer and self.ep_info_buffer[0]:
+            self.logger.record("rollout/ep_rew_mean", safe_mean([info["r"] for info in self.ep_info_buffer]))
+            self.logger.record("rollout/ep_len_mean", safe_mean([info["l"] for info in self.ep_info_buffer]))
+        if self.ep_success_buffer:
+            self.logger.record("rollout/success_rate", safe_mean(self.ep_success_buffer))
+        self.logger.record("time/fps", int((self.num_timesteps - self._num_timesteps_at_start) / elapsed))
+        self.logger.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")
+        self.logger.dump(step=self.num_timesteps)
+
+    def learn(
         self: SelfReinforce,
         total_timesteps: int,
         callback: MaybeCallback = None,
-        log_interval: int = 1,
+        log_interval: int | None = 1,
         tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfReinforce:
         """
-        Train for at least ``total_timesteps`` env steps (whole batches).
+        Train for at least ``total_timesteps`` env steps (whole batches): play a batch, write the logs every
+        ``log_interval`` batches, take one training step, until ``total_timesteps`` env steps are reached.
 
         :param total_timesteps: env steps to train for
-        :param callback: callback(s) called at every vectorised step
-        :param log_interval: dump the logs every this many batches
+        :param callback: callback(s) called at every vectorised step and at the start and end of each batch
+        :param log_interval: write the logs every this many batches (``None``: never)
         :param tb_log_name: TensorBoard run name (default: the class name, ``Reinforce`` or ``UREX``)
         :param reset_num_timesteps: whether to reset the current timestep count
         :param progress_bar: display a progress bar
         :return: the trained model
         """
-        return super().learn(
-            total_timesteps=total_timesteps,
-            callback=callback,
-            log_interval=log_interval,
-            tb_log_name=tb_log_name or type(self).__name__,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
+        total_timesteps, callback = self._setup_learn(
+            total_timesteps, callback, reset_num_timesteps, tb_log_name or type(self).__name__, progress_bar
         )
+        callback.on_training_start(locals(), globals())
+        assert self.env is not None
+        n_batches = 0
+        while self.num_timesteps < total_timesteps and self.collect_rollouts(self.env, callback):
+            n_batches += 1
+            self._update_current_progress_remaining(self.num_timesteps, total_timesteps)
+            if log_interval is not None and n_batches % log_interval == 0:
+                self.dump_logs(n_batches)
+            self.train()
+        callback.on_training_end()
+        return self
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_batch"]
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        # The optimizer's state too: a loaded model continues with the same Adam moments.
+        return ["policy", "policy.optimizer"], []

@@ -7,6 +7,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_pcl.common.episodes import urex_bonus
+from sb3_pcl.common.validation import check, is_real
 from sb3_pcl.reinforce.reinforce import Reinforce
 
 
@@ -18,82 +19,45 @@ class UREX(Reinforce):
     Nachum, Norouzi, Schuurmans (ICLR 2017), https://arxiv.org/abs/1611.09321
 
     :class:`~sb3_pcl.reinforce.Reinforce` with another bonus: the ``K`` episodes of a start state get
-    ``b = tau * K * softmax_K(R / tau - L)``, the self-normalised importance weights of the optimal
-    policy ``pi*(a) ~ exp(R(a) / tau)`` against the current one, which favours episodes whose reward is
-    high relative to their probability. The baseline, loss, data and optimiser are Reinforce's.
+    ``b = tau * K * softmax_K(R / tau - L)`` (``tau = ent_coef``), the self-normalised importance weights of the
+    optimal policy ``pi*(a) ~ exp(R(a) / tau)`` against the current one, which favours episodes whose reward is
+    high relative to their probability. The baseline, loss, data, optimiser, logging and the other arguments are
+    Reinforce's; only the default and the allowed values of ``ent_coef`` differ.
 
     :param policy: ``MlpPolicy``, ``MlpLstmPolicy`` or a policy class
     :param env: a VecEnv of ``n_groups * num_samples`` envs whose ``reset(seed=...)`` determines the episode
-    :param learning_rate: Adam learning rate, constant or a schedule of the remaining progress
-    :param num_samples: ``K``, episodes per start state (>= 2, must divide ``n_envs``)
-    :param tau: temperature, > 0, a float or a schedule of the remaining progress
+        (with a curriculum: wrapped in :class:`sb3_pcl.envs.SharedCurriculum`, see :class:`~sb3_pcl.Reinforce`)
+    :param ent_coef: the temperature ``tau``, > 0, a float or a schedule of the remaining progress
         (callable or string, :func:`~sb3_pcl.common.schedules.parse_schedule`)
-    :param max_steps: cap on the steps of a batch; episodes still running then are cut and used as they are
-    :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
-    :param adam_eps: ``eps`` of Adam (the original code: 2e-4)
-    :param check_seeding: at the start of ``learn``, check that seeded resets synchronize the groups
-    :param shared_curriculum: let all envs share one curriculum on the algorithmic tasks (see :class:`~sb3_pcl.Reinforce`)
-    :param stats_window_size: window size for the rollout logging
-    :param tensorboard_log: the log location for tensorboard (if None, no logging)
-    :param policy_kwargs: additional arguments passed to the policy on creation
-    :param verbose: 0 no output, 1 info, 2 debug
-    :param seed: seed for the pseudo random generators (and the reset seeds of the batches)
-    :param device: PyTorch device
-    :param _init_setup_model: whether or not to build the network at the creation of the instance
+    :param kwargs: the other arguments of :class:`~sb3_pcl.reinforce.Reinforce` (``learning_rate``,
+        ``num_samples``, ``max_steps``, ``max_grad_norm``, ``adam_eps``, ``check_seeding``, ...)
     """
 
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
-        learning_rate: float | Schedule = 0.01,
-        num_samples: int = 2,
-        tau: float | Schedule | str = 0.1,
-        max_steps: int = 1000,
-        max_grad_norm: float | None = 50.0,
-        adam_eps: float = 2e-4,
-        check_seeding: bool = True,
-        shared_curriculum: bool = True,
-        stats_window_size: int = 100,
-        tensorboard_log: str | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
-        verbose: int = 0,
-        seed: int | None = None,
-        device: th.device | str = "auto",
-        _init_setup_model: bool = True,
+        ent_coef: float | Schedule | str = 0.1,
+        **kwargs: Any,
     ):
-        super().__init__(
-            policy,
-            env,
-            learning_rate=learning_rate,
-            num_samples=num_samples,
-            tau=tau,
-            max_steps=max_steps,
-            max_grad_norm=max_grad_norm,
-            adam_eps=adam_eps,
-            check_seeding=check_seeding,
-            shared_curriculum=shared_curriculum,
-            stats_window_size=stats_window_size,
-            tensorboard_log=tensorboard_log,
-            policy_kwargs=policy_kwargs,
-            verbose=verbose,
-            seed=seed,
-            device=device,
-            _init_setup_model=_init_setup_model,
-        )
+        super().__init__(policy, env, ent_coef=ent_coef, **kwargs)
 
     def _check_hyperparameters(self) -> None:
         super()._check_hyperparameters()
-        if not callable(self.tau) and self.tau <= 0:
-            raise ValueError(f"tau must be > 0 (or a schedule of positive values) for UREX, got {self.tau!r}")
+        check(
+            callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef > 0),
+            "ent_coef",
+            self.ent_coef,
+            "> 0 for UREX (or a schedule of positive values)",
+        )
 
-    def _bonus(self, total_rewards: th.Tensor, total_log_probs: th.Tensor, tau: float) -> th.Tensor:
+    def _bonus(self, total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
         """
-        UREX bonus ``tau * K * softmax_K(R / tau - L)``.
+        UREX bonus ``ent_coef * K * softmax_K(R / ent_coef - L)``.
 
         :param total_rewards: ``(n_groups, K)`` total rewards
         :param total_log_probs: ``(n_groups, K)`` total log-probabilities (detached)
-        :param tau: current temperature (> 0)
+        :param ent_coef: current temperature (> 0)
         :return: ``(n_groups, K)`` bonus
         """
-        return urex_bonus(total_rewards, total_log_probs, tau)
+        return urex_bonus(total_rewards, total_log_probs, ent_coef)

@@ -120,12 +120,12 @@ def convert_full_episode_params(sampled_params: dict[str, Any]) -> dict[str, Any
     return dict(sampled_params)
 
 
-def _sample_full_episode_params(trial: optuna.Trial, n_envs: int, tau_low: float, tau_high: float) -> dict[str, Any]:
+def _sample_full_episode_params(trial: optuna.Trial, n_envs: int, ent_coef_low: float, ent_coef_high: float) -> dict[str, Any]:
     # K must divide n_envs and be >= 2 (each start state is played K times)
     divisors = [k for k in range(2, n_envs + 1) if n_envs % k == 0] or [n_envs]
     params = {
         "learning_rate": trial.suggest_float("learning_rate", 1e-4, 3e-2, log=True),
-        "tau": trial.suggest_float("tau", tau_low, tau_high, log=True),
+        "ent_coef": trial.suggest_float("ent_coef", ent_coef_low, ent_coef_high, log=True),
         "max_grad_norm": trial.suggest_float("max_grad_norm", 1.0, 100.0, log=True),
         "num_samples": trial.suggest_categorical("num_samples", divisors),
     }
@@ -136,7 +136,7 @@ def sample_reinforce_params(
     trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]
 ) -> dict[str, Any]:
     """
-    Sample Reinforce (MENT) hyperparameters around the paper's recipe (lr 0.01, clip 50, tau 0.01).
+    Sample Reinforce (MENT) hyperparameters around the paper's recipe (lr 0.01, clip 50, ent_coef 0.01).
 
     :param trial: the Optuna trial
     :param n_actions: size of a Box action space (unused)
@@ -149,7 +149,7 @@ def sample_reinforce_params(
 
 def sample_urex_params(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]) -> dict[str, Any]:
     """
-    Sample UREX hyperparameters around the paper's recipe (lr 0.01, clip 50, tau 0.1).
+    Sample UREX hyperparameters around the paper's recipe (lr 0.01, clip 50, ent_coef 0.1).
 
     :param trial: the Optuna trial
     :param n_actions: size of a Box action space (unused)
