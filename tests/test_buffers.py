@@ -268,7 +268,9 @@ def test_reset_empties_the_buffer_and_keeps_every_setting():
     buffer = make_buffer(100, **settings)
     for v in range(4):
         step(buffer, [float(v)], dones=[v % 2 == 1])
-    buffer.add_path(np.zeros((3, 2), dtype=np.float32), np.zeros((2, buffer.action_dim), dtype=np.float32), np.ones(2), seed=True)
+    buffer.add_path(
+        np.zeros((3, 2), dtype=np.float32), np.zeros((2, buffer.action_dim), dtype=np.float32), np.ones(2), seed=True
+    )
     assert buffer.n_paths > 0 and buffer.n_seeded_paths == 1
     buffer.reset()
     assert (buffer.size(), buffer.n_paths, buffer.n_seeded_paths) == (0, 0, 0)

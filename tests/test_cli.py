@@ -108,5 +108,5 @@ def test_wrappers_and_callbacks_of_an_entry_are_read_as_rl_zoo3_reads_them(tmp_p
     assert "vec_env_wrapper" not in parsed.kwargs and "callback" not in parsed.kwargs
     for bad in ("sb3_pcl.envs.NoSuchWrapper", [{"a.B": {}, "c.D": {}}], 3):
         (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"sb3_pcl/Copy-v0": {"callback": bad}}))
-        with pytest.raises(ValueError, match="callback|cannot import"):
+        with pytest.raises(ValueError, match=r"callback|cannot import"):
             load_hyperparams("pcl", "sb3_pcl/Copy-v0", tmp_path)

@@ -334,16 +334,14 @@ def test_pcl_shared_curriculum_counts_every_episode(tmp_path):
     kwargs = {"learning_starts": 0, "batch_size": 4, "policy_kwargs": {"net_arch": [8]}}
     # Every ended episode promotes (last=1, any shortfall passes): the shared length rises with the episode count.
     env = copy_vec(4, last=1, min_reward_threshold=-100.0)
-    model = PCL("MlpPolicy", env, shared_curriculum=True, **kwargs)
+    model = PCL("MlpPolicy", SharedCurriculum(env), **kwargs)
     assert isinstance(model.env, SharedCurriculum) and not model.env.first_episode_only
     model.learn(60)
     assert model.env.min_length > 5
     assert min_lengths(env) == [model.env.min_length] * 4
     model.save(tmp_path / "model")
-    loaded = PCL.load(tmp_path / "model", env=copy_vec(2))
-    assert isinstance(loaded.env, SharedCurriculum) and loaded.shared_curriculum
-    # The default keeps per-env curricula; non-curriculum envs are never wrapped.
+    again = SharedCurriculum(copy_vec(2))
+    assert PCL.load(tmp_path / "model", env=again).env is again
+    # The algorithms never wrap by themselves: per-env curricula unless the user wraps.
     assert not isinstance(PCL("MlpPolicy", copy_vec(2), **kwargs).env, SharedCurriculum)
-    assert not isinstance(PCL("MlpPolicy", "CartPole-v1", shared_curriculum=True, **kwargs).env, SharedCurriculum)
-    # TrustPCL takes the option from PCL.
-    assert isinstance(TrustPCL("MlpPolicy", copy_vec(2), shared_curriculum=True, **kwargs).env, SharedCurriculum)
+    assert isinstance(TrustPCL("MlpPolicy", SharedCurriculum(copy_vec(2)), **kwargs).env, SharedCurriculum)

@@ -33,13 +33,12 @@ def test_bad_schedule_strings(text):
 def test_algorithms_take_schedule_strings(algo_class, env_id, tmp_path):
     env = make_vec_env(env_id, n_envs=2)
     kwargs = FAST if algo_class is PCL else {"num_samples": 2}
-    name = "ent_coef" if algo_class is PCL else "tau"
-    model = algo_class("MlpPolicy", env, **{name: "exp_0.1_0.001"}, seed=0, **kwargs)
-    schedule = f"{name}_schedule"
+    model = algo_class("MlpPolicy", env, ent_coef="exp_0.1_0.001", seed=0, **kwargs)
+    schedule = "ent_coef_schedule"
     model.learn(64)
     assert getattr(model, schedule)(1.0) == pytest.approx(0.1) and getattr(model, schedule)(0.0) == pytest.approx(0.001)
     model.save(tmp_path / "model")
     loaded = algo_class.load(tmp_path / "model")
     assert getattr(loaded, schedule)(0.5) == pytest.approx(0.01)
     with pytest.raises(ValueError, match="cannot read the schedule 'fast'"):
-        algo_class("MlpPolicy", env, **{name: "fast"})
+        algo_class("MlpPolicy", env, ent_coef="fast")

@@ -56,8 +56,3 @@ def build_part(argument: str, parts: dict[str, type], name: Any, kwargs: dict[st
             f"{argument}_kwargs {kwargs!r} has a setting {argument}={name!r} does not take ({error}); "
             f"see the docstring of {part.__module__}.{part.__name__}"
         ) from None
-
-
-def fail_hyperparameter(owner: Any, name: str, allowed: str) -> None:
-    """Deprecated form of :func:`check`, removed once every algorithm uses :func:`check`."""
-    check(False, name, getattr(owner, name), allowed)

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, is_vecenv_wrapped, unwrap_vec_wrapper
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, unwrap_vec_wrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-__all__ = ["CurriculumLogCallback", "SharedCurriculum", "curriculum_length", "has_curriculum", "share_curriculum"]
+__all__ = ["CurriculumLogCallback", "SharedCurriculum", "curriculum_length", "has_curriculum"]
 
 
 def has_curriculum(venv: VecEnv) -> bool:
@@ -40,20 +40,6 @@ def has_curriculum(venv: VecEnv) -> bool:
         and ``set_min_length`` methods, e.g. the algorithmic tasks).
     """
     return venv.has_attr("curriculum_settings") and venv.has_attr("set_min_length")
-
-
-def share_curriculum(venv: VecEnv, first_episode_only: bool = False) -> VecEnv:
-    """
-    PCL's ``shared_curriculum=True``: wrap a VecEnv in :class:`SharedCurriculum` when its envs have a
-    curriculum and it is not wrapped already; return any other VecEnv unchanged.
-
-    :param venv: The training VecEnv.
-    :param first_episode_only: See :class:`SharedCurriculum`.
-    :return: ``venv``, in a :class:`SharedCurriculum` where that applies.
-    """
-    if is_vecenv_wrapped(venv, SharedCurriculum) or not has_curriculum(venv):
-        return venv
-    return SharedCurriculum(venv, first_episode_only=first_episode_only)
 
 
 class SharedCurriculum(VecEnvWrapper):
