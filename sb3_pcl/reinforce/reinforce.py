@@ -86,9 +86,9 @@ class Reinforce(BaseAlgorithm):
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4); ``policy_kwargs["optimizer_kwargs"]`` overrides it
     :param check_seeding: at the start of ``learn``, reset twice with the same seeds and check the groups
         start identically (the groups of every batch are always checked)
+    :param policy_kwargs: additional arguments passed to the policy on creation
     :param stats_window_size: window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
-    :param policy_kwargs: additional arguments passed to the policy on creation
     :param verbose: 0 no output, 1 info, 2 debug
     :param seed: seed for the pseudo random generators (and the reset seeds of the batches)
     :param device: PyTorch device
@@ -112,9 +112,9 @@ class Reinforce(BaseAlgorithm):
         max_grad_norm: float | None = 50.0,
         adam_eps: float = 2e-4,
         check_seeding: bool = True,
+        policy_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
-        policy_kwargs: dict[str, Any] | None = None,
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
@@ -208,22 +208,12 @@ class Reinforce(BaseAlgorithm):
         )
         self.policy = self.policy.to(self.device)
 
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        total_timesteps, callback = super()._setup_learn(
-            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
-        )
+    def _check_synchronized_groups(self) -> None:
+        """Check, before training, that the env's groups of ``num_samples`` envs can be played from one seed each."""
         assert self.env is not None
         check_num_samples(self.num_samples, self.env.num_envs)
         if self.check_seeding:
             check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
-        return total_timesteps, callback
 
     def _draw_base_seed(self) -> int:
         """:return: the reset seed of the first group of a batch (from NumPy's global generator, seeded by ``seed``)"""
@@ -420,6 +410,7 @@ class Reinforce(BaseAlgorithm):
         total_timesteps, callback = self._setup_learn(
             total_timesteps, callback, reset_num_timesteps, tb_log_name or type(self).__name__, progress_bar
         )
+        self._check_synchronized_groups()
         callback.on_training_start(locals(), globals())
         assert self.env is not None
         n_batches = 0

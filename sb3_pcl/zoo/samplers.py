@@ -132,32 +132,23 @@ def _sample_full_episode_params(trial: optuna.Trial, n_envs: int, ent_coef_low: 
     return convert_full_episode_params(params)
 
 
-def sample_reinforce_params(
-    trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]
-) -> dict[str, Any]:
+def _full_episode_sampler(ent_coef_low: float, ent_coef_high: float) -> Sampler:
     """
-    Sample Reinforce (MENT) hyperparameters around the paper's recipe (lr 0.01, clip 50, ent_coef 0.01).
+    :param ent_coef_low: the smallest ``ent_coef`` to sample (log-uniform)
+    :param ent_coef_high: the largest
+    :return: a sampler of Reinforce / UREX hyperparameters (``num_samples`` among the divisors >= 2 of ``n_envs``)
+    """
 
-    :param trial: the Optuna trial
-    :param n_actions: size of a Box action space (unused)
-    :param n_envs: number of training envs: ``num_samples`` is drawn among its divisors >= 2
-    :param additional_args: rl-zoo3's extra information (unused)
-    :return: the constructor keyword arguments
-    """
-    return _sample_full_episode_params(trial, n_envs, 1e-4, 0.1)
+    def sample(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]) -> dict[str, Any]:
+        return _sample_full_episode_params(trial, n_envs, ent_coef_low, ent_coef_high)
+
+    return sample
 
 
-def sample_urex_params(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict[str, Any]) -> dict[str, Any]:
-    """
-    Sample UREX hyperparameters around the paper's recipe (lr 0.01, clip 50, ent_coef 0.1).
-
-    :param trial: the Optuna trial
-    :param n_actions: size of a Box action space (unused)
-    :param n_envs: number of training envs: ``num_samples`` is drawn among its divisors >= 2
-    :param additional_args: rl-zoo3's extra information (unused)
-    :return: the constructor keyword arguments
-    """
-    return _sample_full_episode_params(trial, n_envs, 1e-3, 1.0)
+#: Reinforce (MENT) around the paper's recipe (lr 0.01, clip 50, ent_coef 0.01)
+sample_reinforce_params = _full_episode_sampler(1e-4, 0.1)
+#: UREX around the paper's recipe (lr 0.01, clip 50, ent_coef 0.1)
+sample_urex_params = _full_episode_sampler(1e-3, 1.0)
 
 
 #: Optuna sampler of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
