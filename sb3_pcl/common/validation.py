@@ -56,3 +56,32 @@ def build_part(argument: str, parts: dict[str, type], name: Any, kwargs: dict[st
             f"{argument}_kwargs {kwargs!r} has a setting {argument}={name!r} does not take ({error}); "
             f"see the docstring of {part.__module__}.{part.__name__}"
         ) from None
+
+
+def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", hint: str = "") -> np.ndarray:
+    """
+    Convert data entering storage (a replay, an episode batch) to its storage ``dtype``, refusing what is not finite there.
+
+    The check runs on the converted values, so a finite float64 that overflows float32 (a reward of 1e39) is refused
+    like a NaN or an inf, instead of being stored as ``inf``.
+
+    :param values: the data, ``(n, ...)`` with one row per env / step
+    :param dtype: the storage dtype (integer dtypes are converted without a check)
+    :param what: what the data is, for the message (``"reward"``, ``"observation"``, ...)
+    :param index_name: what a row is, for the message (``"env index"``, ``"step"``)
+    :param hint: a sentence appended to the message (what to check)
+    :return: the converted values
+    :raises ValueError: naming ``what``, the rows, and whether the values overflow ``dtype`` or are NaN / inf
+    """
+    array = np.asarray(values)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = array.astype(dtype, copy=False)
+    if stored.dtype.kind != "f" or np.all(np.isfinite(stored)):
+        return stored
+    flat_stored = stored.reshape(max(len(stored), 1) if stored.ndim else 1, -1)
+    bad = ~np.isfinite(flat_stored)
+    rows = sorted(set(np.argwhere(bad)[:, 0].tolist()))
+    original = array.reshape(flat_stored.shape)[bad] if array.dtype.kind == "f" else np.array([])
+    overflow = original.size > 0 and bool(np.all(np.isfinite(original)))
+    problem = f"too large for {np.dtype(dtype).name}, max {np.finfo(dtype).max:.3g}" if overflow else "NaN or inf"
+    raise ValueError(f"Non-finite {what} ({problem}) at {index_name} {rows[:10]}: refusing to store it. {hint}".rstrip())
