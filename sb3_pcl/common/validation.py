@@ -85,3 +85,27 @@ def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", 
     overflow = original.size > 0 and bool(np.all(np.isfinite(original)))
     problem = f"too large for {np.dtype(dtype).name}, max {np.finfo(dtype).max:.3g}" if overflow else "NaN or inf"
     raise ValueError(f"Non-finite {what} ({problem}) at {index_name} {rows[:10]}: refusing to store it. {hint}".rstrip())
+
+
+#: the model attribute that records which class saved a model (saved with it, read back by ``load``)
+SAVED_BY = "_saved_by"
+
+
+def check_saved_by(model: Any) -> None:
+    """
+    Refuse a model loaded from a file another algorithm class saved (``PCL.load`` on a ``TrustPCL`` file, ...).
+
+    Every algorithm sets ``model._saved_by = type(model).__name__`` when it is constructed; ``load`` overwrites it with
+    the value stored in the file, and ``_setup_model`` calls this function. Files saved before the attribute existed
+    are accepted.
+
+    :param model: the model, after ``load`` restored its attributes
+    :raises ValueError: naming the class that saved the file and the one asked to load it
+    """
+    saved_by = getattr(model, SAVED_BY, None)
+    expected = type(model).__name__
+    if saved_by is not None and saved_by != expected:
+        raise ValueError(
+            f"The file holds a {saved_by} model, not a {expected} one: load it with {saved_by}.load "
+            f"(loading it as {expected} would silently change the algorithm)"
+        )
