@@ -23,6 +23,7 @@ from sb3_pcl.common.hyperparams import hyperparams_dir, load_hyperparams
 from sb3_pcl.common.trust_region import MIN_EPISODES, find_relative_entropy_coef, tilted_kl, tilted_log_probs
 from sb3_pcl.pcl import PCL
 from sb3_pcl.trust_pcl import TrustPCL
+from sb3_pcl.trust_pcl import trust_pcl as trust_pcl_module
 from sb3_pcl.zoo.samplers import CONVERTERS, SAMPLERS
 
 # ----------------------------------------------------------------------------------------------
@@ -345,6 +346,13 @@ def fake_episodes(n, seed=0, scale=10.0):
     ]
 
 
+def feed(model: TrustPCL, episodes: list[dict]) -> None:
+    """Report ended episodes to the model as a Monitor does (``info["episode"]``), after forgetting earlier ones."""
+    model.ep_info_buffer, model.ep_success_buffer = deque(maxlen=100), deque(maxlen=100)
+    model._lambda_episodes.clear()
+    model._update_info_buffer([{"episode": episode} for episode in episodes])
+
+
 def test_lambda_moves_toward_the_bisection_result_with_smoothing():
     smoothing, window = 0.8, 30
     model = TrustPCL(
@@ -357,7 +365,7 @@ def test_lambda_moves_toward_the_bisection_result_with_smoothing():
     )
     model.set_logger(configure(folder=None, format_strings=[]))
     episodes = fake_episodes(50)
-    model.ep_info_buffer = deque(episodes, maxlen=100)
+    feed(model, episodes)
     recent = episodes[-window:]  # only the last `lambda_window` episodes count
     target = find_relative_entropy_coef([e["r"] for e in recent], [e["l"] for e in recent], 0.002)
     assert target is not None and abs(target - 1.0) > 1.0
@@ -372,13 +380,13 @@ def test_lambda_moves_toward_the_bisection_result_with_smoothing():
     assert abs(model.relative_entropy_coef - target) < 0.5 * abs(1.0 - target)
 
     # too few episodes: lambda is kept
-    model.ep_info_buffer = deque(episodes[: MIN_EPISODES - 1], maxlen=100)
+    feed(model, episodes[: MIN_EPISODES - 1])
     model._before_training_iteration()
     assert model.relative_entropy_coef == pytest.approx(lam)
     # fixed lambda
     fixed = TrustPCL("MlpPolicy", "CartPole-v1", max_divergence=None, relative_entropy_coef=0.3)
     fixed.set_logger(configure(folder=None, format_strings=[]))
-    fixed.ep_info_buffer = deque(episodes, maxlen=100)
+    feed(fixed, episodes)
     fixed._before_training_iteration()
     assert fixed.relative_entropy_coef == 0.3
 
@@ -389,7 +397,7 @@ def test_lambda_uses_returns_in_vec_normalize_units():
     model.set_logger(configure(folder=None, format_strings=[]))
     env.ret_rms.var = np.array(16.0)
     episodes = fake_episodes(40)
-    model.ep_info_buffer = deque(episodes, maxlen=100)
+    feed(model, episodes)
     model._before_training_iteration()
     scaled = np.array([e["r"] for e in episodes]) / np.sqrt(16.0 + env.epsilon)
     expected = find_relative_entropy_coef(scaled, [e["l"] for e in episodes], model.max_divergence)
@@ -537,10 +545,10 @@ def test_save_load_keeps_lambda(tmp_path):
     assert loaded.lambda_target == model.lambda_target
     for name, value in model.policy_target.state_dict().items():
         assert th.equal(loaded.policy_target.state_dict()[name], value), name
-    # the episode window is saved too (SB3 keeps ep_info_buffer): the next update continues from both
-    episodes = list(loaded.ep_info_buffer)
-    assert episodes == list(model.ep_info_buffer) and len(episodes) >= MIN_EPISODES
-    new = find_relative_entropy_coef([e["r"] for e in episodes], [e["l"] for e in episodes], 0.001)
+    # the episode window is saved too: the next update continues from it
+    episodes = list(loaded._lambda_episodes)
+    assert episodes == list(model._lambda_episodes) and len(episodes) >= MIN_EPISODES
+    new = find_relative_entropy_coef([r for r, _ in episodes], [length for _, length in episodes], 0.001)
     loaded.set_logger(configure(folder=None, format_strings=[]))
     loaded._before_training_iteration()
     assert loaded.relative_entropy_coef == pytest.approx(0.95 * 12.345 + 0.05 * new)
@@ -556,7 +564,7 @@ def test_save_load_keeps_lambda(tmp_path):
         ({"lambda_smoothing": 1.0}, "lambda_smoothing"),
         ({"lambda_smoothing": -0.1}, "lambda_smoothing"),
         ({"lambda_window": 0}, "lambda_window"),
-        ({"lambda_window": 200}, "lambda_window"),
+        ({"lambda_window": 2.5}, "lambda_window"),
         ({"relative_entropy_coef": -1.0}, "relative_entropy_coef"),
         ({"rollout": 0}, "rollout"),
     ],
@@ -594,3 +602,25 @@ def test_shipped_hyperparameters_and_sampler_build_the_algorithm():
         assert CONVERTERS["trust_pcl"](trial.params) == kwargs
         assert TrustPCL("MlpPolicy", "CartPole-v1", **kwargs).max_divergence in (0.0005, 0.001, 0.002, 0.005)
         study.tell(trial, 0.0)
+
+
+class NeverEnds(gym.Env):
+    """An env whose episodes never end (no time limit)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return self.np_random.uniform(-1, 1, 2).astype(np.float32), 1.0, False, False, {}
+
+
+def test_a_warning_says_when_lambda_cannot_adapt_because_no_episode_ends(monkeypatch):
+    monkeypatch.setattr(trust_pcl_module, "LAMBDA_PATIENCE", 200)
+    model = TrustPCL("MlpPolicy", make_vec_env(NeverEnds, n_envs=1), seed=0, **FAST)
+    with pytest.warns(UserWarning, match=r"0 episodes have ended .* lambda stays at 0\.0.*time limit"):
+        model.learn(400)
+    assert model.lambda_target is None

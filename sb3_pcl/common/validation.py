@@ -4,6 +4,7 @@ import math
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 
 def is_int(value: Any) -> bool:
@@ -108,4 +109,24 @@ def check_saved_by(model: Any) -> None:
         raise ValueError(
             f"The file holds a {saved_by} model, not a {expected} one: load it with {saved_by}.load "
             f"(loading it as {expected} would silently change the algorithm)"
+        )
+
+
+def check_observation_space(algorithm: str, observation_space: spaces.Space | None) -> None:
+    """
+    Refuse, before SB3 builds anything, the observation spaces our algorithms do not take.
+
+    Our replays and episode batches store one array per observation, so Dict and Tuple spaces (SB3's
+    ``MultiInputPolicy``) are not supported; SB3's own message would send the user to ``MultiInputPolicy``, which
+    then fails as an unknown policy.
+
+    :param algorithm: the algorithm's name, for the message
+    :param observation_space: the env's observation space (``None``: the policy asked for is ``MultiInputPolicy``)
+    :raises ValueError: for a Dict or Tuple observation space, saying what to do instead
+    """
+    if observation_space is None or isinstance(observation_space, (spaces.Dict, spaces.Tuple)):
+        raise ValueError(
+            f"{algorithm} does not support Dict or Tuple observation spaces (got {type(observation_space).__name__}; "
+            "there is no MultiInputPolicy): flatten the observations with gymnasium.wrappers.FlattenObservation, "
+            "or wrap the VecEnv so that it returns one array"
         )

@@ -16,7 +16,8 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
-from stable_baselines3.common.utils import FloatSchedule, LinearSchedule, explained_variance, polyak_update
+from stable_baselines3.common.utils import FloatSchedule, explained_variance, polyak_update
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.actions import NoiseControl, to_env_actions
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer
@@ -32,12 +33,10 @@ from sb3_pcl.common.demonstrations import seed_replay
 from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.trust_region import state_kl
-from sb3_pcl.common.validation import build_part, check, is_int, is_real
+from sb3_pcl.common.validation import build_part, check, check_observation_space, check_saved_by, is_int, is_real
 from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
 from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedValue
 
-#: PCL's default learning rate: linear decay from 1e-3 to 0 over a ``learn`` call
-DEFAULT_LEARNING_RATE = LinearSchedule(1e-3, 0.0, 1.0)
 SAMPLE_FROM = ("online", "target")
 
 
@@ -60,8 +59,8 @@ class PCL(OffPolicyAlgorithm):
     :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``UnifiedMlpPolicy`` (Unified PCL: Discrete or
         MultiDiscrete actions, one network whose action logits also give the value) or an ActorCriticPolicy subclass)
     :param env: the environment to learn from (if registered in Gym, can be str)
-    :param learning_rate: learning rate of the policy's optimiser, constant or a schedule of the remaining progress
-        (default: linear decay from 1e-3 to 0 over the ``learn`` call)
+    :param learning_rate: learning rate of the policy's optimiser, constant or a schedule of the remaining progress of
+        the ``learn`` call (SB3's meaning: a schedule restarts with every call, so train in one call or use a constant)
     :param buffer_size: replay capacity in transitions (a small replay of recent paths learns
         faster and more stably than one holding the whole run)
     :param learning_starts: env steps of uniformly random actions before learning starts
@@ -129,7 +128,7 @@ class PCL(OffPolicyAlgorithm):
         self,
         policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
-        learning_rate: float | Schedule = DEFAULT_LEARNING_RATE,
+        learning_rate: float | Schedule = 1e-3,
         buffer_size: int = 20_000,
         learning_starts: int = 1_000,
         batch_size: int = 32,
@@ -208,6 +207,7 @@ class PCL(OffPolicyAlgorithm):
         self.start_windows = start_windows
         self.use_target_values = use_target_values
         self._steps_since_train = 0
+        self._saved_by = type(self).__name__
         if _init_setup_model:
             self._setup_model()
 
@@ -248,17 +248,22 @@ class PCL(OffPolicyAlgorithm):
             )
         self._build_parts()[1].check_model(self)
 
+    @classmethod
+    def _wrap_env(cls, env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
+        """SB3's wrapping, then a clear error for observation spaces PCL does not take (Dict, Tuple, ...)."""
+        check_observation_space(cls.__name__, env.observation_space)
+        return super()._wrap_env(env, verbose, monitor_wrapper)
+
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
+        if policy_name == "MultiInputPolicy":
+            check_observation_space(type(self).__name__, None)
         if policy_name in ("MlpLstmPolicy", "UnifiedMlpLstmPolicy") and policy_name not in self.policy_aliases:
             raise ValueError(f"{policy_name} is a recurrent policy: use sb3_pcl.RecurrentPCL or RecurrentTrustPCL")
         return super()._get_policy_from_name(policy_name)
 
     def _setup_model(self) -> None:
+        check_saved_by(self)
         self._check_hyperparameters()  # also the values of a loaded model
-        if isinstance(self.observation_space, spaces.Dict):
-            raise ValueError(
-                f"{type(self).__name__} does not support Dict observation spaces (flatten them with a wrapper first)"
-            )
         if self.replay_buffer_class is None:
             self.replay_buffer_class = PathReplayBuffer  # type: ignore[assignment]
         elif not issubclass(self.replay_buffer_class, PathReplayBuffer):  # type: ignore[arg-type]
@@ -454,6 +459,7 @@ class PCL(OffPolicyAlgorithm):
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.policy.optimizer])
         ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
+        check(is_real(ent_coef) and ent_coef >= 0, "ent_coef", ent_coef, "a finite value >= 0 at every point of its schedule")
         polyak_update(self.policy.parameters(), self.policy_target.parameters(), 1.0 - self.target_network_lag)
         self._before_training_iteration()
         if isinstance(self.policy, UnifiedValue):  # V(s) = (ent_coef + lambda) * sum_k logsumexp(logits_k)

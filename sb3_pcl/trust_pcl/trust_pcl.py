@@ -1,6 +1,7 @@
 """Trust-PCL (Nachum et al., 2018) as a Stable-Baselines3 algorithm: PCL with an adaptive relative-entropy trust region."""
 
 import warnings
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -10,9 +11,12 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.common.vec_env import VecMonitor, is_vecenv_wrapped
 
-from sb3_pcl.common.trust_region import LAMBDA_HIGH, LAMBDA_LOW, find_relative_entropy_coef
+from sb3_pcl.common.trust_region import LAMBDA_HIGH, LAMBDA_LOW, MIN_EPISODES, find_relative_entropy_coef
 from sb3_pcl.common.validation import check, is_int, is_real
 from sb3_pcl.pcl.pcl import PCL
+
+#: env steps after ``learning_starts`` without a lambda estimate before TrustPCL warns that lambda cannot adapt
+LAMBDA_PATIENCE = 50_000
 
 
 class TrustPCL(PCL):
@@ -48,7 +52,8 @@ class TrustPCL(PCL):
     :param max_divergence: allowed divergence per step ``epsilon > 0`` of the adaptive ``lambda``; ``None``: a fixed
         ``lambda`` (``relative_entropy_coef``)
     :param lambda_smoothing: weight of the current ``lambda`` in its update, in ``[0, 1)``
-    :param lambda_window: number of recent episodes ``lambda`` is estimated from (at most ``stats_window_size``)
+    :param lambda_window: number of recent episodes ``lambda`` is estimated from (kept apart from SB3's logging
+        window ``stats_window_size``)
     :param kwargs: every other argument of :class:`~sb3_pcl.PCL` (``relative_entropy_coef`` is the initial
         ``lambda`` when ``max_divergence`` is set, else its fixed value)
     """
@@ -70,7 +75,14 @@ class TrustPCL(PCL):
         self.lambda_window = lambda_window
         #: the last bisection result (``None`` until ``lambda`` has been estimated once)
         self.lambda_target: float | None = None
+        #: (return, length) of the last ``lambda_window`` episodes, in the order they ended
+        self._lambda_episodes: deque[tuple[float, float]] = deque()
+        self._lambda_warned = False
         super().__init__(policy, env, ent_coef=ent_coef, target_network_lag=target_network_lag, **kwargs)
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self._lambda_episodes = deque(self._lambda_episodes, maxlen=self.lambda_window)
 
     def _check_hyperparameters(self) -> None:
         super()._check_hyperparameters()
@@ -86,12 +98,7 @@ class TrustPCL(PCL):
             self.lambda_smoothing,
             "in [0, 1)",
         )
-        check(
-            is_int(self.lambda_window) and 1 <= self.lambda_window <= self._stats_window_size,
-            "lambda_window",
-            self.lambda_window,
-            f"an integer in [1, stats_window_size={self._stats_window_size}] (the number of recent episodes kept)",
-        )
+        check(is_int(self.lambda_window) and self.lambda_window >= 1, "lambda_window", self.lambda_window, "an integer >= 1")
 
     # ------------------------------------------------------------------ lambda
     def _episode_returns_in_training_units(self, returns: np.ndarray) -> np.ndarray:
@@ -112,19 +119,40 @@ class TrustPCL(PCL):
     def _update_relative_entropy_coef(self) -> None:
         """Re-estimate ``lambda`` from the last ``lambda_window`` episodes and smooth it in (kept with too few episodes)."""
         assert self.max_divergence is not None
-        episodes = list(self.ep_info_buffer or [])[-self.lambda_window :]
-        returns = np.array([float(info["r"]) for info in episodes], dtype=np.float64)
-        lengths = np.array([float(info["l"]) for info in episodes], dtype=np.float64)
+        episodes = np.array(self._lambda_episodes, dtype=np.float64).reshape(-1, 2)
+        returns, lengths = episodes[:, 0], episodes[:, 1]
         new = find_relative_entropy_coef(
             self._episode_returns_in_training_units(returns), lengths, self.max_divergence, LAMBDA_LOW, LAMBDA_HIGH
         )
         if new is None:
+            self._warn_if_lambda_cannot_adapt()
             return
         self.lambda_target = new
         self.relative_entropy_coef = float(
             self.lambda_smoothing * self.relative_entropy_coef + (1.0 - self.lambda_smoothing) * new
         )
         self.logger.record("train/lambda_target", new)
+
+    def _warn_if_lambda_cannot_adapt(self) -> None:
+        """Warn once when so few episodes end that ``lambda`` has never been estimated after many steps."""
+        steps_without = self.num_timesteps - self.learning_starts
+        if self._lambda_warned or self.lambda_target is not None or steps_without < LAMBDA_PATIENCE:
+            return
+        self._lambda_warned = True
+        warnings.warn(
+            f"TrustPCL: {len(self._lambda_episodes)} episodes have ended in {self.num_timesteps} steps, fewer than the "
+            f"{MIN_EPISODES} lambda is estimated from, so lambda stays at {self.relative_entropy_coef}. Give the env a "
+            "time limit (episodes must end), or pass max_divergence=None for a fixed lambda.",
+            stacklevel=2,
+        )
+
+    def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:
+        """SB3's episode statistics, and the (return, length) of every ended episode for ``lambda``."""
+        super()._update_info_buffer(infos, dones)
+        for info in infos:
+            episode = info.get("episode")
+            if episode is not None:
+                self._lambda_episodes.append((float(episode["r"]), float(episode["l"])))
 
     def _before_training_iteration(self) -> None:
         """Adapt ``lambda`` (after the target update, before the gradient steps of the iteration)."""
@@ -139,6 +167,8 @@ class TrustPCL(PCL):
     def _setup_learn(self, *args: Any, **kwargs: Any) -> tuple[int, BaseCallback]:
         """PCL's, then a warning when ``lambda`` cannot adapt (no Monitor reports the episodes)."""
         result = super()._setup_learn(*args, **kwargs)
+        if not self.ep_info_buffer:  # SB3 starts new episode statistics: so does lambda
+            self._lambda_episodes.clear()
         assert self.env is not None
         monitored = is_vecenv_wrapped(self.env, VecMonitor) or all(self.env.env_is_wrapped(Monitor))
         if self.max_divergence is not None and not monitored:
