@@ -1,8 +1,9 @@
-"""Load a trained agent (e.g. saved by quickstart_pcl.py or by the zoo) and run it, rendering to the screen."""
+"""Load a trained agent (e.g. saved by quickstart_pcl.py or by rl-zoo3) and run a few episodes (``--render``: on screen)."""
 
 import argparse
 
 import gymnasium as gym
+import torch as th
 
 import sb3_pcl
 
@@ -12,9 +13,10 @@ if __name__ == "__main__":
     parser.add_argument("--algo", default="pcl", choices=sorted(sb3_pcl.ALGOS))
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("--episodes", type=int, default=3)
-    parser.add_argument("--render", action="store_true", help="open a window (needs pygame)")
+    parser.add_argument("--render", action="store_true", help="open a window (needs pygame and a display)")
     args = parser.parse_args()
 
+    th.set_num_threads(1)
     model = sb3_pcl.ALGOS[args.algo].load(args.path)
     env = gym.make(args.env, render_mode="human" if args.render else None)
     for episode in range(args.episodes):
