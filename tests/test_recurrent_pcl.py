@@ -619,3 +619,24 @@ def test_feed_forward_policies_get_no_history(policy: str) -> None:
     assert model.replay_buffer.sample(4).history is None
     assert getattr(model, "_collection_state", None) is None
     assert "MlpLstmPolicy" in RecurrentTrustPCL.policy_aliases and "UnifiedMlpPolicy" in PCL.policy_aliases
+
+
+class MultiDiscreteObservations(gym.Env):
+    """Observations from a MultiDiscrete space (SB3 sizes their features with a NumPy integer)."""
+
+    observation_space = spaces.MultiDiscrete([3, 4])
+    action_space = spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.np_random.integers(0, [3, 4]), {}
+
+    def step(self, action):
+        return self.np_random.integers(0, [3, 4]), 1.0, bool(self.np_random.random() < 0.1), False, {}
+
+
+def test_multidiscrete_observations_train_with_the_lstm() -> None:
+    settings = {"learning_starts": 20, "batch_size": 2, "train_freq": 8, "max_segment_length": 8, "policy_kwargs": LSTM}
+    model = RecurrentPCL("MlpLstmPolicy", MultiDiscreteObservations(), seed=0, **settings)
+    model.learn(200)
+    assert model._n_updates > 0 and model.policy.features_dim == 7 and isinstance(model.policy.features_dim, int)

@@ -54,6 +54,19 @@ __all__ = ["MlpLstmPolicy", "action_input_dim", "encode_actions", "initial_recur
 LstmActionState = tuple[th.Tensor, th.Tensor, th.Tensor]
 
 
+class FlatFeatures(FlattenExtractor):
+    """
+    SB3's ``FlattenExtractor`` with a Python ``int`` feature size: SB3 sizes ``MultiDiscrete`` observations with a NumPy
+    integer, which ``torch.nn.LSTM`` refuses.
+
+    :param observation_space: the observation space
+    """
+
+    def __init__(self, observation_space: spaces.Space):
+        super().__init__(observation_space)
+        self._features_dim = int(self._features_dim)
+
+
 def action_input_dim(action_space: spaces.Space) -> int:
     """
     Size of the previous-action input of an action space.
@@ -138,7 +151,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         full_std: bool = True,
         use_expln: bool = False,
         squash_output: bool = False,
-        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlatFeatures,
         features_extractor_kwargs: dict[str, Any] | None = None,
         share_features_extractor: bool = True,
         normalize_images: bool = True,
@@ -192,7 +205,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         self.action_input_dim = action_input_dim(action_space) if prev_action_input else 0
         # The parent built one LSTM for the observation features alone: widen its input and add the critic's
         # LSTM where asked, then rebuild the optimiser.
-        lstm_input_dim = self.features_dim + self.action_input_dim
+        lstm_input_dim = int(self.features_dim) + self.action_input_dim  # SB3 sizes MultiDiscrete features with NumPy ints
         if self.action_input_dim > 0:
             self.lstm_actor = nn.LSTM(lstm_input_dim, lstm_hidden_size, num_layers=n_lstm_layers, **self.lstm_kwargs)
         if enable_critic_lstm:
