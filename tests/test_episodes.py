@@ -9,11 +9,12 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper, VecNormalize
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
 from sb3_pcl.common.episodes import (
     EpisodeBatch,
+    batch_layout,
     check_group_sync,
     check_num_samples,
     check_seeded_resets,
@@ -23,6 +24,7 @@ from sb3_pcl.common.episodes import (
     group_seeds,
     k_sample_baseline,
     ment_bonus,
+    original_observations,
     set_reset_seeds,
     urex_bonus,
 )
@@ -275,12 +277,17 @@ def replay(seed: int, actions: np.ndarray, env_fn=copy_env):
     return np.asarray(observations), np.asarray(rewards)
 
 
-@pytest.mark.parametrize("kind", ["dummy", "subproc"])
+@pytest.mark.parametrize(
+    ("kind", "n_envs", "k"), [("dummy", 6, 2), ("subproc", 6, 2), ("dummy", 1, 2), ("dummy", 3, 2), ("subproc", 4, 3)]
+)
 @pytest.mark.parametrize("recurrent", [False, True])
-def test_batch_is_reproduced_by_seeded_replays(kind, recurrent):
-    """Every recorded episode is exactly the episode a fresh env plays from its seed with the recorded actions."""
-    k, n_groups = 2, 3
-    env = make_vec(kind, copy_env, k * n_groups)
+def test_batch_is_reproduced_by_seeded_replays(kind, n_envs, k, recurrent):
+    """
+    Every recorded episode is exactly the episode a fresh env plays from its seed with the recorded actions, whether
+    the groups play side by side (one pass) or their copies one after another (several passes over the envs).
+    """
+    n_groups, _ = batch_layout(n_envs, k)
+    env = make_vec(kind, copy_env, n_envs)
     try:
         if recurrent:
             policy: ActorCriticPolicy = MlpLstmPolicy(env.observation_space, env.action_space, lambda _: 1e-3)
@@ -289,7 +296,7 @@ def test_batch_is_reproduced_by_seeded_replays(kind, recurrent):
         batch = collect_episode_batch(env, policy, k, max_steps=100, base_seed=2024)
     finally:
         env.close()
-    assert batch is not None
+    assert batch is not None and batch.n_envs == n_groups * k and batch.n_groups == n_groups
     np.testing.assert_array_equal(batch.seeds, np.repeat(2024 + np.arange(n_groups), k))
     assert batch.ended.all() and batch.terminated.all()
     for i in range(batch.n_envs):
@@ -372,6 +379,70 @@ def test_works_through_vec_env_wrappers():
     np.testing.assert_array_equal(batch.lengths, np.repeat([4, 5], k))
 
 
+@pytest.mark.parametrize("n_envs", [1, 3, 4])
+def test_vec_normalize_passes_the_seeding_checks(n_envs):
+    """
+    VecNormalize's statistics change at every reset: the checks compare the env's own observations, so two resets
+    with the same seeds agree, and the copies of a group played in different passes start identically.
+    """
+    env = VecNormalize(DummyVecEnv([SeededLengthEnv] * n_envs), norm_obs=True, norm_reward=True)
+    for base_seed in (0, 7):
+        check_seeded_resets(env, 2, base_seed=base_seed)
+    batch = collect_episode_batch(env, mlp_policy(env), 2, max_steps=50, base_seed=3)
+    assert batch is not None
+    # The normalised first observations of a group differ across passes, the original ones do not.
+    original = original_observations(env, env.reset())
+    assert original.shape == (n_envs, 2) and np.all(original[:, 0] == 0)
+    np.testing.assert_array_equal(batch.lengths.reshape(-1, 2)[:, 0], batch.lengths.reshape(-1, 2)[:, 1])
+
+
+@pytest.mark.parametrize(
+    ("n_envs", "k", "layout"), [(4, 2, (2, 1)), (6, 3, (2, 1)), (1, 2, (1, 2)), (1, 5, (1, 5)), (3, 2, (3, 2)), (5, 3, (3, 2))]
+)
+def test_batch_layout(n_envs, k, layout):
+    """One pass of n_envs / K groups when K divides n_envs, else the fewest passes holding max(n_envs, K) episodes."""
+    n_groups, n_passes = batch_layout(n_envs, k)
+    assert (n_groups, n_passes) == layout
+    assert n_groups * k >= max(n_envs, k) and n_groups * k <= n_passes * n_envs < n_groups * k + n_envs
+
+
+def test_several_passes_play_the_copies_one_after_another():
+    """With 3 envs and K = 2: 3 groups in 2 passes; the hook sees each pass, with the slot each env plays."""
+    k = 2
+    env = DummyVecEnv([SeededLengthEnv] * 3)
+    slots = []
+
+    def hook(step):
+        slots.append(step.slots.tolist())
+        return True
+
+    batch = collect_episode_batch(env, mlp_policy(env), k, max_steps=50, base_seed=10, on_step=hook)
+    assert batch is not None and batch.n_envs == 6 and batch.n_groups == 3
+    # Group g is reset with seed 10 + g: episodes of length 1 + seed % 5, the same for both copies.
+    np.testing.assert_array_equal(batch.seeds, [10, 10, 11, 11, 12, 12])
+    np.testing.assert_array_equal(batch.lengths, [1, 1, 2, 2, 3, 3])
+    np.testing.assert_array_equal(batch.returns, [1.0, 1.0, 3.0, 3.0, 6.0, 6.0])
+    np.testing.assert_array_equal(batch.observations[0].reshape(3, k, -1)[:, 0], batch.observations[0].reshape(3, k, -1)[:, 1])
+    assert batch.n_steps == 3 and batch.mask.sum() == batch.lengths.sum()
+    # Pass 1 (slots 0-2: seeds 10, 10, 11, lengths 1, 1, 2) takes 2 steps, pass 2 (slots 3-5) 3 steps.
+    assert slots == [[0, 1, 2]] * 2 + [[3, 4, 5]] * 3
+
+
+def test_envs_without_a_slot_are_masked_out():
+    """5 envs, K = 3: 3 groups (9 episodes) in 2 passes; the last pass's fifth env plays an episode that is not used."""
+    env = DummyVecEnv([SeededLengthEnv] * 5)
+    seen = []
+    batch = collect_episode_batch(
+        env, mlp_policy(env), 3, max_steps=50, base_seed=0, on_step=lambda step: seen.append(step) or True
+    )
+    assert batch is not None and batch.n_envs == 9
+    np.testing.assert_array_equal(batch.seeds, np.repeat([0, 1, 2], 3))
+    np.testing.assert_array_equal(batch.lengths, np.repeat([1, 2, 3], 3))
+    # Pass 2 plays slots 5-8 (lengths 2, 3, 3, 3); the fifth env's steps are never valid and do not lengthen the pass.
+    assert [step.slots.tolist() for step in seen[-3:]] == [[5, 6, 7, 8, -1]] * 3 and len(seen) == 2 + 3
+    assert not any(step.valid[4] for step in seen[2:])
+
+
 # ----------------------------------------------------------------------------------------------
 # Errors
 # ----------------------------------------------------------------------------------------------
@@ -381,21 +452,12 @@ def test_works_through_vec_env_wrappers():
 def test_num_samples_must_be_at_least_two(num_samples):
     message = rf"^num_samples must be an integer >= 2 \(.*\), got {re.escape(repr(num_samples))}$"
     with pytest.raises(ValueError, match=message):
-        check_num_samples(num_samples, 4)
+        check_num_samples(num_samples)
+    with pytest.raises(ValueError, match=message):
+        batch_layout(4, num_samples)
     env = DummyVecEnv([SeededLengthEnv] * 4)
     with pytest.raises(ValueError, match=message):
         collect_episode_batch(env, mlp_policy(env), num_samples, max_steps=5, base_seed=0)
-
-
-@pytest.mark.parametrize(("n_envs", "num_samples"), [(3, 2), (1, 2), (10, 4)])
-def test_n_envs_must_be_a_multiple_of_num_samples(n_envs, num_samples):
-    message = rf"^num_samples must be a divisor of the number of envs \(n_envs={n_envs}\): .*, got {num_samples}$"
-    with pytest.raises(ValueError, match=message):
-        check_num_samples(num_samples, n_envs)
-    env = DummyVecEnv([SeededLengthEnv] * n_envs)
-    with pytest.raises(ValueError, match=message):
-        collect_episode_batch(env, mlp_policy(env), num_samples, max_steps=5, base_seed=0)
-    check_num_samples(num_samples, n_envs * num_samples)  # a multiple passes
 
 
 @pytest.mark.parametrize("max_steps", [0, -1, 2.5, float("nan"), None])
@@ -411,6 +473,70 @@ def test_env_ignoring_the_seed_is_rejected():
         collect_episode_batch(env, mlp_policy(env), 2, max_steps=5, base_seed=0)
     with pytest.raises(ValueError, match="cannot be reset to a given seed"):
         check_seeded_resets(env, 2, base_seed=0)
+
+
+@pytest.mark.parametrize("env_class", [UnseededEnv, ResetCounterEnv])
+def test_copies_played_one_after_another_need_a_seeded_env(env_class):
+    """With one env, a group's copies come from successive resets: an env ignoring the seed or carrying state fails."""
+    env = DummyVecEnv([env_class])
+    with pytest.raises(ValueError, match=r"groups \[0\] have different first observations.*one after another"):
+        collect_episode_batch(env, mlp_policy(env), 2, max_steps=5, base_seed=0)
+    with pytest.raises(ValueError, match="two resets with the same seeds gave different first observations"):
+        check_seeded_resets(env, 2, base_seed=0)
+
+
+class Inject(VecEnvWrapper):
+    """
+    Turns env 1's reward, observation or terminal observation ``step`` steps after a reset (0: the reset) into
+    ``value``; passes rewards and observations on as float64, as SubprocVecEnv does (DummyVecEnv stores its rewards
+    in float32).
+    """
+
+    def __init__(self, venv: VecEnv, what: str, value: float, step: int):
+        super().__init__(venv)
+        self.what, self.value, self.at, self.t = what, value, step, 0
+
+    def reset(self):
+        self.t = 0
+        obs = np.asarray(self.venv.reset(), dtype=np.float64)
+        if self.at == 0:
+            obs[1, 1] = self.value
+        return obs
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        obs, rewards = np.asarray(obs, dtype=np.float64), rewards.astype(np.float64)
+        self.t += 1
+        if self.t == self.at and self.what == "reward":
+            rewards[1] = self.value
+        elif self.t == self.at and self.what == "observation":
+            obs[1, 1] = self.value
+        elif self.t == self.at:
+            assert dones[1]
+            infos[1]["terminal_observation"] = np.array([3.0, self.value])
+        return obs, rewards, dones, infos
+
+
+@pytest.mark.parametrize(
+    ("what", "value", "step", "message"),
+    [
+        ("reward", np.nan, 2, r"^Non-finite reward \(NaN or inf\) at env index \[1\]"),
+        ("reward", -np.inf, 1, r"^Non-finite reward \(NaN or inf\) at env index \[1\]"),
+        ("reward", 1e39, 2, r"^Non-finite reward \(too large for float32, max 3.4e\+38\) at env index \[1\]"),
+        ("observation", np.nan, 0, r"^Non-finite observation \(NaN or inf\) at env index \[1\]"),
+        ("observation", np.nan, 1, r"^Non-finite observation \(NaN or inf\) at env index \[1\]"),
+        ("observation", 1e39, 2, r"^Non-finite observation \(too large for float32, max 3.4e\+38\) at env index \[1\]"),
+        ("terminal", np.inf, 3, r"^Non-finite terminal observation \(NaN or inf\) at env index \[1\]"),
+    ],
+)
+def test_non_finite_env_outputs_are_refused_naming_the_env(what, value, step, message):
+    """Every reward and observation entering the batch is checked in float32 (a float64 1e39 would be stored as inf)."""
+    env = Inject(DummyVecEnv([lambda: SeededLengthEnv(fixed_length=3)] * 2), what, value, step)
+    with pytest.raises(ValueError, match=message + r".*refusing to store it\. Reinforce and UREX train on finite"):
+        collect_episode_batch(env, mlp_policy(env), 2, max_steps=10, base_seed=0, check_sync=False)
+    # The same env without the bad value plays its batch.
+    env.at = -1
+    assert collect_episode_batch(env, mlp_policy(env), 2, max_steps=10, base_seed=0) is not None
 
 
 def test_env_carrying_state_across_resets_is_rejected_by_the_second_reset():

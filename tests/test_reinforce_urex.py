@@ -2,6 +2,7 @@
 
 import inspect
 import os
+import re
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +19,7 @@ from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper, VecNormalize
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
 from sb3_pcl.common.episodes import collect_episode_batch
@@ -548,9 +549,49 @@ def test_models_saved_by_0_1_0_load_with_their_tau(tmp_path):
 
 
 @pytest.mark.parametrize("algo", ALGOS)
-def test_single_env_is_rejected(algo):
-    with pytest.raises(ValueError, match=r"num_samples must be a divisor of the number of envs \(n_envs=1\).*got 2"):
-        algo("MlpPolicy", "CartPole-v1")
+def test_default_construction_on_a_single_env_learns(algo):
+    """``algo("MlpPolicy", "CartPole-v1")``: one env plays the K copies of a start state one after another."""
+    model = algo("MlpPolicy", "CartPole-v1", max_steps=50, seed=0)
+    assert model.n_envs == 1 and model.num_samples == 2
+    callback = Recorder()
+    model.learn(300, callback=callback)
+    assert model.num_timesteps >= 300 and model._n_updates == len(callback.batches) >= 2
+    assert np.isfinite(model.logger.name_to_value["train/loss"])
+    for batch in callback.batches:
+        assert batch.n_envs == 2 and batch.n_groups == 1 and batch.seeds[0] == batch.seeds[1]
+        np.testing.assert_array_equal(batch.observations[0, 0], batch.observations[0, 1])
+    assert callback.n_steps == sum(int(batch.lengths.sum()) for batch in callback.batches)  # the passes, step by step
+    assert len({int(batch.seeds[0]) for batch in callback.batches}) == len(callback.batches)  # a new start state each batch
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_n_envs_not_a_multiple_of_num_samples_learns(algo):
+    """3 envs, K = 2: 3 start states per batch, played in 2 passes, each with its 2 copies starting identically."""
+    model = algo("MlpPolicy", cartpole(n_envs=3), num_samples=2, max_steps=20, seed=0)
+    callback = Recorder()
+    model.learn(200, callback=callback)
+    assert np.isfinite(model.logger.name_to_value["train/loss"])
+    for batch in callback.batches:
+        assert batch.n_envs == 6 and batch.n_groups == 3
+        first = batch.observations[0].reshape(3, 2, -1)
+        np.testing.assert_array_equal(first[:, 0], first[:, 1])
+        assert not np.array_equal(first[0, 0], first[1, 0])
+    # Every episode of a batch that ended enters the episode statistics once.
+    assert len(model.ep_info_buffer) == min(100, sum(int(batch.ended.sum()) for batch in callback.batches))
+
+
+NAN, INF = float("nan"), float("inf")
+#: every numeric argument with its message, for a NaN, an infinite and a string value
+NUMERIC_ARGUMENTS = {
+    "learning_rate": "learning_rate must be a finite float > 0 or a schedule",
+    "num_samples": r"num_samples must be an integer >= 2 \(the K-sample baseline needs K episodes per start state\)",
+    "max_steps": "max_steps must be an integer >= 1",
+    "max_grad_norm": "max_grad_norm must be None or a finite float > 0",
+    "adam_eps": "adam_eps must be a finite float > 0",
+    "stats_window_size": "stats_window_size must be an integer >= 1",
+    "verbose": "verbose must be an integer >= 0",
+    "seed": r"seed must be None or an integer in \[0, 2\*\*32\)",
+}
 
 
 @pytest.mark.parametrize(
@@ -558,20 +599,23 @@ def test_single_env_is_rejected(algo):
     [
         ({"num_samples": 1}, "num_samples must be an integer >= 2"),
         ({"num_samples": 2.0}, "num_samples must be an integer >= 2"),
-        ({"num_samples": 3}, r"num_samples must be a divisor of the number of envs \(n_envs=4\)"),
         ({"max_steps": 0}, "max_steps must be an integer >= 1, got 0"),
         ({"max_steps": True}, "max_steps must be an integer >= 1, got True"),
         ({"max_grad_norm": 0.0}, "max_grad_norm must be None or a finite float > 0, got 0.0"),
-        ({"max_grad_norm": float("nan")}, "max_grad_norm must be None or a finite float > 0, got nan"),
-        ({"ent_coef": -0.1}, "ent_coef must be a finite float >= 0 or a schedule, got -0.1"),
-        ({"ent_coef": float("nan")}, "ent_coef must be a finite float >= 0 or a schedule, got nan"),
-        ({"ent_coef": float("inf")}, "ent_coef must be a finite float >= 0 or a schedule, got inf"),
         ({"ent_coef": "fast"}, "ent_coef: cannot read the schedule 'fast'"),
-        ({"learning_rate": float("nan")}, "learning_rate must be a finite float > 0 or a schedule, got nan"),
+        ({"ent_coef": "0.1"}, "ent_coef: cannot read the schedule '0.1'"),
+        ({"ent_coef": None}, r"ent_coef must be a finite float >=? 0 or a schedule, got None"),
         ({"learning_rate": 0.0}, "learning_rate must be a finite float > 0 or a schedule, got 0.0"),
+        ({"learning_rate": "lin_0.01"}, "learning_rate must be a finite float > 0 or a schedule, got 'lin_0.01'"),
         ({"adam_eps": 0.0}, "adam_eps must be a finite float > 0, got 0.0"),
-        ({"adam_eps": float("nan")}, "adam_eps must be a finite float > 0, got nan"),
         ({"check_seeding": "yes"}, "check_seeding must be True or False, got 'yes'"),
+        ({"seed": -1}, r"seed must be None or an integer in \[0, 2\*\*32\), got -1"),
+        ({"stats_window_size": 0}, "stats_window_size must be an integer >= 1, got 0"),
+        *[
+            ({name: value}, f"{message}, got {value!r}")
+            for name, message in NUMERIC_ARGUMENTS.items()
+            for value in (NAN, INF, "1")
+        ],
     ],
 )
 @pytest.mark.parametrize("algo", ALGOS)
@@ -580,15 +624,115 @@ def test_invalid_hyperparameters_are_named_as_passed(algo, kwargs, message):
         algo("MlpPolicy", cartpole(), **kwargs)
 
 
+@pytest.mark.parametrize("value", [-0.1, NAN, INF, -INF])
+def test_ent_coef_must_be_finite_and_non_negative(value):
+    with pytest.raises(ValueError, match=rf"^ent_coef must be a finite float >= 0 or a schedule, got {value!r}$"):
+        Reinforce("MlpPolicy", cartpole(), ent_coef=value)
+    with pytest.raises(ValueError, match=rf"^ent_coef must be a finite float > 0 or a schedule, got {value!r}$"):
+        UREX("MlpPolicy", cartpole(), ent_coef=value)
+
+
 def test_urex_needs_positive_ent_coef():
-    with pytest.raises(ValueError, match=r"^ent_coef must be > 0 for UREX \(or a schedule of positive values\), got 0.0"):
+    with pytest.raises(ValueError, match=r"^ent_coef must be a finite float > 0 or a schedule, got 0.0$"):
         UREX("MlpPolicy", cartpole(), ent_coef=0.0)
     assert Reinforce("MlpPolicy", cartpole(), ent_coef=0.0).ent_coef == 0.0
-    # A schedule reaching 0 passes the constructor; the bonus refuses the value when it is used.
+    # A schedule reaching 0 passes the constructor; training refuses the value when it uses it.
     model = UREX("MlpPolicy", cartpole(), num_samples=2, max_steps=5, ent_coef=lambda progress: 0.1 * (progress > 0.5), seed=0)
-    with pytest.raises(ValueError, match=r"^ent_coef must be > 0 for the UREX bonus, got 0\.0$"):
+    message = r"^ent_coef must be a finite float > 0 \(the value of its schedule at progress_remaining=0\.[0-9]+\), got 0\.0$"
+    with pytest.raises(ValueError, match=message):
         model.learn(400, log_interval=None)
     assert model._n_updates > 0 and model.num_timesteps >= 200
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize(("name", "bad"), [("ent_coef", -1.0), ("ent_coef", NAN), ("ent_coef", "x"), ("learning_rate", NAN)])
+def test_schedule_values_are_checked_when_used(algo, name, bad):
+    """A schedule that leaves the allowed range half-way raises, naming the argument, before the bad value is used."""
+    good = 0.1 if name == "ent_coef" else 1e-3
+    model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, seed=0, **{name: lambda p: good if p > 0.5 else bad})
+    bound = ">= 0" if name == "ent_coef" and algo is Reinforce else "> 0"
+    message = rf"^{name} must be a finite float {bound} \(the value of its schedule at progress_remaining=0\.[0-9]+\), got "
+    with pytest.raises(ValueError, match=message + re.escape(repr(bad))):
+        model.learn(400, log_interval=None)
+    assert model._n_updates > 0 and all(th.isfinite(p).all() for p in model.policy.parameters())
+
+
+class NanRewardAfter(VecEnvWrapper):
+    """Gives env 1 a NaN reward once the VecEnv has made ``n_steps`` steps (the last batch of a short run)."""
+
+    def __init__(self, venv, n_steps: int):
+        super().__init__(venv)
+        self.n_steps, self.t = n_steps, 0
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        self.t += 1
+        if self.t >= self.n_steps:
+            rewards = rewards.copy()
+            rewards[1] = np.nan
+        return obs, rewards, dones, infos
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_nan_reward_in_the_last_batch_raises_and_leaves_the_model_finite(algo):
+    """A NaN reward used to make learn() return normally with all-NaN parameters."""
+    model = algo("MlpPolicy", NanRewardAfter(cartpole(), 15), num_samples=2, max_steps=10, seed=0)
+    with pytest.raises(ValueError, match=r"^Non-finite reward \(NaN or inf\) at env index \[1\]: refusing to store it"):
+        model.learn(80)
+    assert model._n_updates == 1  # the first batch trained, the second was refused
+    assert all(th.isfinite(p).all() for p in model.policy.parameters())
+
+
+@pytest.mark.parametrize("n_envs", [4, 1])
+@pytest.mark.parametrize("algo", ALGOS)
+def test_learn_with_vec_normalize(algo, n_envs):
+    """VecNormalize (observations and rewards) changes its statistics between resets; learn() trains anyway."""
+    env = VecNormalize(cartpole(n_envs=n_envs), norm_obs=True, norm_reward=True)
+    model = algo("MlpPolicy", env, num_samples=2, max_steps=20, seed=0)
+    callback = Recorder()
+    model.learn(200, callback=callback)
+    assert model._n_updates >= 2 and np.isfinite(model.logger.name_to_value["train/loss"])
+    assert env.obs_rms.count > 200 and all(th.isfinite(p).all() for p in model.policy.parameters())
+    if n_envs == 4:  # one pass: the copies of a group see the same normalised first observation
+        for batch in callback.batches:
+            first = batch.observations[0].reshape(2, 2, -1)
+            np.testing.assert_array_equal(first[:, 0], first[:, 1])
+
+
+@pytest.mark.parametrize(("saver", "loader"), [(Reinforce, UREX), (UREX, Reinforce)])
+def test_loading_the_other_class_file_is_refused(saver, loader, tmp_path):
+    saver("MlpPolicy", cartpole(), num_samples=2, seed=0).save(tmp_path / "model")
+    with pytest.raises(ValueError, match=rf"^The file holds a {saver.__name__} model, not a {loader.__name__} one"):
+        loader.load(tmp_path / "model", env=cartpole())
+    assert type(saver.load(tmp_path / "model", env=cartpole())) is saver
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("num_samples", 1, "num_samples must be an integer >= 2"),
+        ("num_samples", "2", "num_samples must be an integer >= 2"),
+        ("ent_coef", -1.0, "ent_coef must be a finite float >=? 0 or a schedule, got -1.0"),
+        ("ent_coef", float("nan"), "ent_coef must be a finite float >=? 0 or a schedule, got nan"),
+        ("learning_rate", "oops", "learning_rate must be a finite float > 0 or a schedule, got 'oops'"),
+        ("max_steps", 0, "max_steps must be an integer >= 1, got 0"),
+        ("max_grad_norm", -1.0, "max_grad_norm must be None or a finite float > 0, got -1.0"),
+    ],
+)
+@pytest.mark.parametrize("algo", ALGOS)
+def test_tampered_hyperparameters_are_refused_at_load(algo, name, value, message, tmp_path):
+    algo("MlpPolicy", cartpole(), num_samples=2, seed=0).save(tmp_path / "model")
+    data, params, variables = load_from_zip_file(tmp_path / "model")
+    assert data is not None
+    data[name] = value
+    save_to_zip_file(tmp_path / "tampered", data=data, params=params, pytorch_variables=variables)
+    with pytest.raises(ValueError, match=f"^{message}"):
+        algo.load(tmp_path / "tampered", env=cartpole())
+    with pytest.raises(ValueError, match=f"^{message}"):
+        algo.load(tmp_path / "model", env=cartpole(), **{name: value})  # a value passed to load is checked too
 
 
 @pytest.mark.parametrize("algo", ALGOS)

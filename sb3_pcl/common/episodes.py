@@ -17,16 +17,21 @@ Loss functions
     ============================  =========================================================  ============================
 
 Synchronized batches
-    :func:`collect_episode_batch` plays one episode in every env of a VecEnv whose ``n_envs = n_groups * K``
-    envs form groups of ``K`` consecutive envs. Before each batch, env ``i`` is reset with the seed
-    ``base_seed + i // K``: the ``K`` envs of a group share the start state and the env's random stream.
+    :func:`collect_episode_batch` plays the ``n_groups * K`` episodes of a batch: ``K`` episodes from each of
+    ``n_groups`` start states, episode ``j`` reset with the seed ``base_seed + j // K`` so that the ``K``
+    copies of a group share the start state and the env's random stream. When ``K`` divides the VecEnv's
+    ``n_envs`` (the fast path), the ``n_envs / K`` groups of ``K`` consecutive envs play side by side in one
+    pass. Otherwise (a single env, or ``n_envs`` not a multiple of ``K``) the envs play several passes, each
+    env one episode per pass, and the copies of a group are played one after another from resets with the
+    same seed (:func:`batch_layout`); the batch has the same structure either way.
     SB3 VecEnvs take per-env reset seeds only through ``VecEnv.seed(seed)``, which gives env ``i`` the
     seed ``seed + i``; :func:`set_reset_seeds` writes a list of seeds into the same slot that ``seed()``
     fills (``VecEnv._seeds``, passed to each env's ``reset(seed=...)`` at the next ``reset()``), which works
     for ``DummyVecEnv``, ``SubprocVecEnv`` and through any ``VecEnvWrapper``. SB3 VecEnvs reset an env
-    automatically when its episode ends: everything an env does after its first ``done`` of the batch
-    is masked out, and the batch stops when every env is done or after ``max_steps`` steps (the
-    unfinished episodes are cut there and still used).
+    automatically when its episode ends: everything an env does after its first ``done`` of the pass
+    is masked out, and a pass stops when every env is done or after ``max_steps`` steps (the
+    unfinished episodes are cut there and still used). The checks of seeded resets compare the env's own
+    observations, before a ``VecNormalize`` (whose statistics change with every reset).
 """
 
 from collections.abc import Callable, Sequence
@@ -39,15 +44,16 @@ from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import obs_as_tensor
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
 from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.recurrent import initial_recurrent_states
-from sb3_pcl.common.validation import check, is_int, is_real
+from sb3_pcl.common.validation import check, check_storable, is_int, is_real
 
 __all__ = [
     "EpisodeBatch",
     "StepRecord",
+    "batch_layout",
     "check_group_sync",
     "check_num_samples",
     "check_seeded_resets",
@@ -57,6 +63,7 @@ __all__ = [
     "group_seeds",
     "k_sample_baseline",
     "ment_bonus",
+    "original_observations",
     "set_reset_seeds",
     "urex_bonus",
 ]
@@ -133,11 +140,10 @@ def full_episode_policy_loss(total_rewards: th.Tensor, total_log_probs: th.Tenso
 # ----------------------------------------------------------------------------------------------
 # Synchronized resets
 # ----------------------------------------------------------------------------------------------
-def check_num_samples(num_samples: int, n_envs: int) -> None:
+def check_num_samples(num_samples: int) -> None:
     """
     :param num_samples: ``K``, episodes per start state
-    :param n_envs: number of envs of the VecEnv
-    :raises ValueError: unless ``K`` is an integer ``>= 2`` dividing ``n_envs``
+    :raises ValueError: unless ``K`` is an integer ``>= 2``
     """
     check(
         is_int(num_samples) and num_samples >= 2,
@@ -145,23 +151,51 @@ def check_num_samples(num_samples: int, n_envs: int) -> None:
         num_samples,
         "an integer >= 2 (the K-sample baseline needs K episodes per start state)",
     )
-    check(
-        n_envs % num_samples == 0,
-        "num_samples",
-        num_samples,
-        f"a divisor of the number of envs (n_envs={n_envs}): each group of num_samples envs plays the same start "
-        f"state; use e.g. make_vec_env(env_id, n_envs={num_samples} * n_start_states)",
-    )
+
+
+def batch_layout(n_envs: int, num_samples: int) -> tuple[int, int]:
+    """
+    How the ``n_groups * K`` episodes of a batch are played on the ``n_envs`` envs of a VecEnv.
+
+    Episode (slot) ``j`` of a batch is sample ``j % K`` of group ``j // K``; every env plays one episode per
+    pass, env ``i`` slot ``pass * n_envs + i`` in pass ``pass``. When ``K`` divides ``n_envs`` this is one pass
+    of ``n_envs / K`` groups playing side by side (the fast path). Otherwise the batch takes the fewest passes
+    that hold at least ``max(n_envs, K)`` episodes, filled with as many whole groups as fit: with one env, the
+    ``K`` samples of one start state are played one after another; with 3 envs and ``K = 2``, 3 groups in 2
+    passes. Envs left without a slot in the last pass step along, masked out of the batch.
+
+    :param n_envs: number of envs of the VecEnv
+    :param num_samples: ``K``, episodes per start state
+    :return: ``(n_groups, n_passes)``
+    :raises ValueError: unless ``K`` is an integer ``>= 2``
+    """
+    check_num_samples(num_samples)
+    n_episodes = -(-n_envs // num_samples) * num_samples
+    n_passes = -(-n_episodes // n_envs)
+    return n_passes * n_envs // num_samples, n_passes
 
 
 def group_seeds(base_seed: int, n_envs: int, num_samples: int) -> list[int]:
     """
     :param base_seed: seed of the first group
-    :param n_envs: number of envs
+    :param n_envs: number of envs (or of episodes, for a batch of several passes)
     :param num_samples: ``K``, envs per group
     :return: the reset seed of each env, ``base_seed + i // K``
     """
     return [int(base_seed) + i // num_samples for i in range(n_envs)]
+
+
+def _pass_slots(n_envs: int, n_groups: int, num_samples: int, pass_index: int) -> np.ndarray:
+    """:return: ``(n_envs,)`` the slot (episode of the batch) each env plays in a pass, -1 where it plays none"""
+    slots = np.arange(pass_index * n_envs, (pass_index + 1) * n_envs)
+    slots[slots >= n_groups * num_samples] = -1
+    return slots
+
+
+def _pass_seeds(base_seed: int, slots: np.ndarray, num_samples: int) -> list[int]:
+    """:return: the reset seed of each env in a pass (an env without a slot: the seed of the pass's last group)"""
+    last_slot = int(slots.max()) if slots.max() >= 0 else 0
+    return [int(base_seed) + int(slot if slot >= 0 else last_slot) // num_samples for slot in slots]
 
 
 def set_reset_seeds(env: VecEnv, seeds: Sequence[int]) -> None:
@@ -193,13 +227,21 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
-def check_group_sync(obs: np.ndarray, num_samples: int, reset_infos: Sequence[dict[str, Any]] | None = None) -> None:
+def check_group_sync(
+    obs: np.ndarray,
+    num_samples: int,
+    reset_infos: Sequence[dict[str, Any]] | None = None,
+    sequential: bool = False,
+) -> None:
     """
-    Check that the ``K`` envs of every group start from the same observation (and reset info).
+    Check that the ``K`` episodes of every group start from the same observation (and reset info).
 
-    :param obs: first observations ``(n_envs, ...)`` after a seeded reset
+    :param obs: first observations ``(n_groups * K, ...)`` after seeded resets, one per episode in slot order;
+        compare the env's own observations (:func:`original_observations`), not normalised ones
     :param num_samples: ``K``
-    :param reset_infos: the reset infos of the envs (``VecEnv.reset_infos``), compared too when given
+    :param reset_infos: the reset infos of the episodes (``VecEnv.reset_infos``), compared too when given
+    :param sequential: whether the copies of a group were played one after another (several passes): the message
+        then says that the env must not carry state from one episode to the next
     :raises ValueError: naming the first groups whose envs differ
     """
     n_envs = len(obs)
@@ -214,13 +256,20 @@ def check_group_sync(obs: np.ndarray, num_samples: int, reset_infos: Sequence[di
             if not all(_same(reset_infos[g * num_samples], reset_infos[g * num_samples + k]) for k in range(num_samples))
         ]
     if bad:
+        passes = (
+            " With n_envs not a multiple of num_samples, the copies of a group are played one after another, each "
+            "from a reset with the group's seed: an env whose start state changes from one episode to the next (a "
+            "curriculum that advances) cannot be used so; use n_envs a multiple of num_samples."
+            if sequential
+            else ""
+        )
         raise ValueError(
             f"the env cannot be reset to a given seed: after reset(seed=s), the {num_samples} copies of groups {bad[:5]} "
             f"have different {what}. UREX and Reinforce need envs whose reset(seed=...) fully determines the start "
             "state and the env's randomness (seed self.np_random through super().reset(seed=seed), no other state "
             "carried across episodes). Envs with a curriculum (the algorithmic tasks of sb3_pcl.envs) promote each env "
             "on its own, so their curricula drift apart: make all envs share one by wrapping the VecEnv in "
-            "sb3_pcl.envs.SharedCurriculum(venv, first_episode_only=True)"
+            f"sb3_pcl.envs.SharedCurriculum(venv, first_episode_only=True).{passes}"
         )
 
 
@@ -230,29 +279,66 @@ def _array_obs(obs: Any) -> np.ndarray:
     return np.asarray(obs)
 
 
+def original_observations(env: VecEnv, obs: Any) -> np.ndarray:
+    """
+    The last observations of a VecEnv as its envs produced them.
+
+    A ``VecNormalize`` in the wrapper chain normalises with statistics that change at every reset and step in
+    training mode, so two resets with the same seeds return different normalised observations: the checks of
+    seeded resets compare what the innermost ``VecNormalize`` received (``get_original_obs()``).
+
+    :param env: the VecEnv (wrappers are looked through)
+    :param obs: the observations ``env`` last returned
+    :return: the observations before the innermost ``VecNormalize``, else ``obs``
+    """
+    normalize = None
+    wrapper: VecEnv = env
+    while isinstance(wrapper, VecEnvWrapper):
+        if isinstance(wrapper, VecNormalize):
+            normalize = wrapper
+        wrapper = wrapper.venv
+    return _array_obs(obs if normalize is None else normalize.get_original_obs())
+
+
+def _check_complete_groups(
+    first_obs: list[np.ndarray], reset_infos: list[dict[str, Any]], num_samples: int, sequential: bool
+) -> None:
+    """:func:`check_group_sync` on the groups whose ``K`` episodes have all been reset (in slot order)."""
+    complete = len(first_obs) // num_samples * num_samples
+    if complete:
+        check_group_sync(np.stack(first_obs[:complete]), num_samples, reset_infos[:complete], sequential)
+
+
 def check_seeded_resets(env: VecEnv, num_samples: int, base_seed: int) -> np.ndarray:
     """
-    Reset twice with the same group seeds: the groups must be synchronized and both resets must agree.
+    Reset twice with the seeds of a batch's first pass: the groups of the pass must be synchronized and both
+    resets must agree (compared on the env's own observations, :func:`original_observations`; with fewer envs
+    than ``K``, this is what playing a group's copies one after another relies on).
 
     :param env: the VecEnv
     :param num_samples: ``K``
     :param base_seed: seed of the first group
-    :return: the observations of the second reset
+    :return: the observations (as ``env`` returns them) of the second reset
     :raises ValueError: when the env cannot be reset to a given seed
     """
-    check_num_samples(num_samples, env.num_envs)
-    seeds = group_seeds(base_seed, env.num_envs, num_samples)
+    n_groups, n_passes = batch_layout(env.num_envs, num_samples)
+    slots = _pass_slots(env.num_envs, n_groups, num_samples, 0)
+    seeds = _pass_seeds(base_seed, slots, num_samples)
+    used = np.flatnonzero(slots >= 0)
     observations = []
+    obs = np.empty(0)
     for _ in range(2):
         set_reset_seeds(env, seeds)
         obs = _array_obs(env.reset())
-        check_group_sync(obs, num_samples, env.unwrapped.reset_infos)
-        observations.append(obs)
+        original = original_observations(env, obs)
+        infos = env.unwrapped.reset_infos
+        _check_complete_groups(list(original[used]), [infos[i] for i in used], num_samples, n_passes > 1)
+        observations.append(original)
     if not np.array_equal(observations[0], observations[1]):
         raise ValueError(
             "the env cannot be reset to a given seed: two resets with the same seeds gave different first observations"
         )
-    return observations[1]
+    return obs
 
 
 # ----------------------------------------------------------------------------------------------
@@ -261,18 +347,19 @@ def check_seeded_resets(env: VecEnv, num_samples: int, base_seed: int) -> np.nda
 @dataclass
 class EpisodeBatch:
     """
-    One episode per env, time-major and padded to the longest one.
+    One episode per slot (``n_groups * K`` episodes, sample ``j % K`` of group ``j // K`` in slot ``j``),
+    time-major and padded to the longest one.
 
-    :param observations: ``(T, N, *obs_shape)`` observation before each step
+    :param observations: ``(T, N, *obs_shape)`` observation before each step (float32 for float observations)
     :param actions: ``(T, N, *action_shape)`` actions as sampled by the policy (before clipping to a ``Box``)
     :param rewards: ``(T, N)`` rewards
-    :param mask: ``(T, N)``, 1 on the steps of each env's episode, 0 after its end or the ``max_steps`` cap
+    :param mask: ``(T, N)``, 1 on the steps of each episode, 0 after its end or the ``max_steps`` cap
     :param episode_starts: ``(T, N)`` episode-start flags fed to the policy (1 at ``t = 0`` and after each ``done``)
     :param log_probs: ``(T, N)`` log-probabilities of the actions at collection time
     :param ended: ``(N,)`` whether the episode ended within the batch (``False``: cut by ``max_steps``)
     :param terminated: ``(N,)`` whether it ended in a terminal state (not a time-limit truncation, not cut)
     :param final_observations: ``(N, *obs_shape)`` observation after the last valid step
-    :param seeds: ``(N,)`` reset seed of each env
+    :param seeds: ``(N,)`` reset seed of each episode
     :param num_samples: ``K``, episodes per start state
     """
 
@@ -295,7 +382,7 @@ class EpisodeBatch:
 
     @property
     def n_envs(self) -> int:
-        """Number of episodes ``N``."""
+        """Number of episodes ``N`` (the number of envs when the batch is played in one pass)."""
         return int(self.mask.shape[1])
 
     @property
@@ -314,6 +401,11 @@ class EpisodeBatch:
         return np.where(self.mask > 0, self.rewards, 0.0).sum(axis=0)
 
 
+#: the fields of :class:`EpisodeBatch` that are ``(T, N, ...)`` and ``(N, ...)`` arrays
+_STEP_FIELDS = ("observations", "actions", "rewards", "mask", "episode_starts", "log_probs")
+_EPISODE_FIELDS = ("ended", "terminated", "final_observations", "seeds")
+
+
 class StepRecord(NamedTuple):
     """What :func:`collect_episode_batch` reports to its ``on_step`` hook after each vectorised step."""
 
@@ -327,41 +419,42 @@ class StepRecord(NamedTuple):
     infos: list[dict[str, Any]]
     #: ``(n_envs,)`` whether the step belongs to the env's episode of the batch
     valid: np.ndarray
+    #: ``(n_envs,)`` the episode of the batch (slot) each env plays in this pass, -1 where it plays none
+    slots: np.ndarray
 
 
 StepHook = Callable[[StepRecord], bool]
 
+_FINITE_HINT = (
+    "Reinforce and UREX train on finite rewards and observations only: check the env (SB3's VecCheckNan wrapper "
+    "raises at the step that produces the value)."
+)
 
-def collect_episode_batch(
+
+def _stored_obs(obs: Any, what: str = "observation") -> np.ndarray:
+    """:return: observations as the batch stores them (float32 for floats), refusing values not finite there"""
+    array = _array_obs(obs)
+    dtype = np.float32 if array.dtype.kind == "f" else array.dtype
+    return check_storable(array, dtype, what, "env index", _FINITE_HINT)
+
+
+def _play_pass(
     env: VecEnv,
     policy: ActorCriticPolicy,
-    num_samples: int,
+    obs: np.ndarray,
     max_steps: int,
-    base_seed: int,
-    on_step: StepHook | None = None,
-    check_sync: bool = True,
+    seeds: Sequence[int],
+    slots: np.ndarray,
+    num_samples: int,
+    on_step: StepHook | None,
 ) -> EpisodeBatch | None:
     """
-    Play one episode per env from synchronized start states with a stochastic policy.
+    Play one episode in every env with a slot, from the observations of a seeded reset.
 
-    :param env: VecEnv of ``n_groups * K`` envs
-    :param policy: an SB3 ``ActorCriticPolicy`` or an sb3-contrib ``RecurrentActorCriticPolicy`` (e.g. ``MlpLstmPolicy``)
-    :param num_samples: ``K``, episodes per start state
-    :param max_steps: cap on the number of steps of the batch
-    :param base_seed: env ``i`` is reset with ``base_seed + i // K``
-    :param on_step: called after every vectorised step; returning ``False`` aborts the batch
-    :param check_sync: check that the groups start from identical observations and reset infos
-    :return: the batch, or ``None`` when ``on_step`` aborted it
+    :return: the pass's episodes, one per env in env order (an env without a slot: fully masked), or ``None`` when
+        ``on_step`` aborted it
     """
-    check_num_samples(num_samples, env.num_envs)
-    check(is_int(max_steps) and max_steps >= 1, "max_steps", max_steps, "an integer >= 1")
     n_envs = env.num_envs
-    seeds = group_seeds(base_seed, n_envs, num_samples)
-    set_reset_seeds(env, seeds)
-    obs = _array_obs(env.reset())
-    if check_sync:
-        check_group_sync(obs, num_samples, env.unwrapped.reset_infos)
-
     states: RNNStates | None = None
     if isinstance(policy, RecurrentActorCriticPolicy):
         states = initial_recurrent_states(policy, n_envs)
@@ -375,7 +468,7 @@ def collect_episode_batch(
     starts: list[np.ndarray] = []
     log_probs: list[np.ndarray] = []
     final_observations = np.array(obs, copy=True)
-    alive = np.ones(n_envs, dtype=bool)
+    alive = slots >= 0  # an env without a slot plays nothing the batch uses
     ended = np.zeros(n_envs, dtype=bool)
     terminated = np.zeros(n_envs, dtype=bool)
     episode_starts = np.ones(n_envs, dtype=np.float32)
@@ -391,26 +484,32 @@ def collect_episode_batch(
         sampled_actions = sampled.cpu().numpy()
         env_actions = to_env_actions(policy, action_space, sampled_actions)
         raw_new_obs, step_rewards, dones, infos = env.step(env_actions)
-        new_obs = _array_obs(raw_new_obs)
+        new_obs = _stored_obs(raw_new_obs)
 
         valid = alive.copy()
         observations.append(np.array(obs, copy=True))
         actions.append(sampled_actions)
-        rewards.append(np.asarray(step_rewards, dtype=np.float32))
+        rewards.append(check_storable(step_rewards, np.float32, "reward", "env index", _FINITE_HINT))
         masks.append(valid.astype(np.float32))
         starts.append(episode_starts)
         log_probs.append(log_prob.cpu().numpy().astype(np.float32))
 
         finished = valid & dones
+        terminals = [i for i in np.flatnonzero(finished) if infos[i].get("terminal_observation") is not None]
+        if terminals:
+            ends = np.array(_array_obs(raw_new_obs), copy=True)
+            for i in terminals:
+                ends[i] = infos[i]["terminal_observation"]
+            final_observations[terminals] = _stored_obs(ends, "terminal observation")[terminals]
         for i in np.flatnonzero(finished):
-            terminal = infos[i].get("terminal_observation")
-            final_observations[i] = new_obs[i] if terminal is None else terminal
+            if i not in terminals:
+                final_observations[i] = new_obs[i]
             terminated[i] = not infos[i].get("TimeLimit.truncated", False)
         ended |= finished
         alive &= ~dones
 
         if on_step is not None and not on_step(
-            StepRecord(sampled_actions, env_actions, new_obs, np.asarray(step_rewards), dones, infos, valid)
+            StepRecord(sampled_actions, env_actions, new_obs, np.asarray(step_rewards), dones, infos, valid, slots)
         ):
             return None
         obs = new_obs
@@ -432,3 +531,78 @@ def collect_episode_batch(
         seeds=np.asarray(seeds, dtype=np.int64),
         num_samples=num_samples,
     )
+
+
+def _merge_passes(passes: list[EpisodeBatch], pass_slots: list[np.ndarray], n_episodes: int) -> EpisodeBatch:
+    """:return: the batch whose slot ``j`` holds the episode the passes played in slot ``j``, padded to the longest"""
+    n_steps = max(played.n_steps for played in passes)
+    merged: dict[str, np.ndarray] = {}
+    for name in (*_STEP_FIELDS, *_EPISODE_FIELDS):
+        step_field = name in _STEP_FIELDS
+        first = getattr(passes[0], name)
+        shape = (n_steps, n_episodes, *first.shape[2:]) if step_field else (n_episodes, *first.shape[1:])
+        merged[name] = np.zeros(shape, dtype=first.dtype)
+        for played, slots in zip(passes, pass_slots, strict=True):
+            used = slots >= 0
+            if step_field:
+                merged[name][: played.n_steps, slots[used]] = getattr(played, name)[:, used]
+            else:
+                merged[name][slots[used]] = getattr(played, name)[used]
+    return EpisodeBatch(**merged, num_samples=passes[0].num_samples)
+
+
+def collect_episode_batch(
+    env: VecEnv,
+    policy: ActorCriticPolicy,
+    num_samples: int,
+    max_steps: int,
+    base_seed: int,
+    on_step: StepHook | None = None,
+    check_sync: bool = True,
+) -> EpisodeBatch | None:
+    """
+    Play the ``n_groups * K`` episodes of a batch from synchronized start states with a stochastic policy.
+
+    The episodes are laid out by :func:`batch_layout`: in one pass when ``K`` divides ``n_envs`` (the ``K``
+    envs of a group play side by side), else in several passes (a group's copies one after another, each from
+    a reset with the group's seed). Every reward and observation is converted to the batch's dtype (float32
+    for floats) and refused when it is not finite there.
+
+    :param env: a VecEnv, of any number of envs
+    :param policy: an SB3 ``ActorCriticPolicy`` or an sb3-contrib ``RecurrentActorCriticPolicy`` (e.g. ``MlpLstmPolicy``)
+    :param num_samples: ``K``, episodes per start state
+    :param max_steps: cap on the number of steps of each pass (the batch's padded length is at most this)
+    :param base_seed: episode ``j`` is played from a reset with seed ``base_seed + j // K``
+    :param on_step: called after every vectorised step; returning ``False`` aborts the batch
+    :param check_sync: check that the groups start from identical observations and reset infos (the env's own
+        observations, before a ``VecNormalize``: :func:`original_observations`)
+    :return: the batch, or ``None`` when ``on_step`` aborted it
+    :raises ValueError: for an invalid ``num_samples`` or ``max_steps``, a non-finite (or float32-overflowing)
+        reward or observation (naming the env index), or groups that do not start identically
+    """
+    n_groups, n_passes = batch_layout(env.num_envs, num_samples)
+    check(is_int(max_steps) and max_steps >= 1, "max_steps", max_steps, "an integer >= 1")
+    n_envs = env.num_envs
+    first_obs: list[np.ndarray] = []
+    first_infos: list[dict[str, Any]] = []
+    passes: list[EpisodeBatch] = []
+    pass_slots: list[np.ndarray] = []
+    for pass_index in range(n_passes):
+        slots = _pass_slots(n_envs, n_groups, num_samples, pass_index)
+        seeds = _pass_seeds(base_seed, slots, num_samples)
+        set_reset_seeds(env, seeds)
+        obs = _stored_obs(env.reset())
+        if check_sync:
+            used = np.flatnonzero(slots >= 0)
+            infos = env.unwrapped.reset_infos
+            first_obs.extend(original_observations(env, obs)[used])
+            first_infos.extend(infos[i] for i in used)
+            _check_complete_groups(first_obs, first_infos, num_samples, n_passes > 1)
+        played = _play_pass(env, policy, obs, max_steps, seeds, slots, num_samples, on_step)
+        if played is None:
+            return None
+        passes.append(played)
+        pass_slots.append(slots)
+    if n_passes == 1 and n_groups * num_samples == n_envs:
+        return passes[0]
+    return _merge_passes(passes, pass_slots, n_groups * num_samples)

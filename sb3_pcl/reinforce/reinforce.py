@@ -19,6 +19,7 @@ from sb3_pcl.common.episodes import (
     MAX_SEED,
     EpisodeBatch,
     StepRecord,
+    batch_layout,
     check_num_samples,
     check_seeded_resets,
     collect_episode_batch,
@@ -28,7 +29,7 @@ from sb3_pcl.common.episodes import (
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.schedules import parse_schedule
-from sb3_pcl.common.validation import check, is_int, is_real
+from sb3_pcl.common.validation import check, check_saved_by, is_int, is_real
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
@@ -53,11 +54,14 @@ class Reinforce(BaseAlgorithm):
     Papers: Williams (1992); "Improving Policy Gradient by Exploring Under-appreciated Rewards",
     Nachum, Norouzi, Schuurmans (2017), https://arxiv.org/abs/1611.09321 (the MENT baseline of UREX).
 
-    Each iteration plays one batch of full episodes: the ``n_envs`` envs form ``n_envs / num_samples``
-    groups of ``num_samples`` (``K``) envs reset with the same seed, so every start state is played
-    ``K`` times. With ``R`` the total reward and ``L`` the total log-probability of an episode, the
-    loss is ``mean -stopgrad(R + b - mean_K(R + b)) * L`` with the bonus ``b = -ent_coef * L``
-    (see :mod:`sb3_pcl.common.episodes`), followed by one Adam step with global-norm gradient clipping.
+    Each iteration plays one batch of full episodes: ``n_groups`` start states, each played ``num_samples``
+    (``K``) times from resets with the same seed. When ``K`` divides ``n_envs`` (the fast path), the envs form
+    ``n_envs / K`` groups of ``K`` envs that play side by side; otherwise (a single env, e.g. an env id string,
+    or ``n_envs`` not a multiple of ``K``) the envs play several passes per batch and the ``K`` copies of a start
+    state are played one after another (:func:`~sb3_pcl.common.episodes.batch_layout`). With ``R`` the total
+    reward and ``L`` the total log-probability of an episode, the loss is
+    ``mean -stopgrad(R + b - mean_K(R + b)) * L`` with the bonus ``b = -ent_coef * L`` (see
+    :mod:`sb3_pcl.common.episodes`), followed by one Adam step with global-norm gradient clipping.
 
     Base class: :class:`~stable_baselines3.common.base_class.BaseAlgorithm`, with this algorithm's own
     :meth:`learn` loop: collect one batch, log every ``log_interval`` batches, train once, until
@@ -73,24 +77,35 @@ class Reinforce(BaseAlgorithm):
     :class:`sb3_pcl.envs.SharedCurriculum`, and pass :class:`sb3_pcl.envs.CurriculumLogCallback` to ``learn``
     to log the curriculum length as ``rollout/min_length``.
 
+    ``load`` refuses a file saved by another algorithm class (``UREX.load`` on a ``Reinforce`` file and the
+    reverse: a ``ValueError`` naming both) and re-validates the hyperparameters read from the file.
+
     :param policy: ``MlpPolicy`` (SB3's actor-critic MLP), ``MlpLstmPolicy`` (LSTM with previous-action
         input) or a policy class
-    :param env: a VecEnv of ``n_groups * num_samples`` envs whose ``reset(seed=...)`` determines the episode
-    :param learning_rate: Adam learning rate, constant or a schedule of the remaining progress
-    :param num_samples: ``K``, episodes per start state (>= 2, must divide ``n_envs``)
-    :param ent_coef: entropy coefficient ``tau``, a float >= 0 or a schedule of the remaining progress, callable
-        or string (:func:`~sb3_pcl.common.schedules.parse_schedule`; the original ``tau_decay`` is an ``exp_``
-        schedule)
-    :param max_steps: cap on the steps of a batch; episodes still running then are cut and used as they are
+    :param env: an env or VecEnv whose ``reset(seed=...)`` determines the episode, with any number of envs
+        (``n_envs`` a multiple of ``num_samples`` is the fast path: each batch is one pass over the envs). The
+        rewards and observations must be finite (in float32): others raise a ``ValueError`` naming the env index.
+        ``VecNormalize`` works: the seeding checks compare the observations before the normalisation
+    :param learning_rate: Adam learning rate, a finite float > 0 or a schedule of the remaining progress (whose
+        values are checked when training uses them)
+    :param num_samples: ``K``, episodes per start state (an integer >= 2)
+    :param ent_coef: entropy coefficient ``tau``, a finite float >= 0 or a schedule of the remaining progress,
+        callable or string (:func:`~sb3_pcl.common.schedules.parse_schedule`; the original ``tau_decay`` is an
+        ``exp_`` schedule); a schedule's values are checked when training uses them (a ``ValueError`` naming
+        ``ent_coef``)
+    :param max_steps: cap on the steps of each pass of a batch; episodes still running then are cut and used as
+        they are
     :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4); ``policy_kwargs["optimizer_kwargs"]`` overrides it
     :param check_seeding: at the start of ``learn``, reset twice with the same seeds and check the groups
         start identically (the groups of every batch are always checked)
     :param policy_kwargs: additional arguments passed to the policy on creation
-    :param stats_window_size: window size for the rollout logging
+    :param stats_window_size: window size for the rollout logging (an integer >= 1)
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
-    :param verbose: 0 no output, 1 info, 2 debug
-    :param seed: seed for the pseudo random generators (and the reset seeds of the batches)
+    :param verbose: 0 no output, 1 info, 2 debug (an integer >= 0)
+    :param seed: seed for the pseudo random generators (and the reset seeds of the batches): None or an integer
+        in ``[0, 2**32)``
+
     :param device: PyTorch device
     :param _init_setup_model: whether or not to build the network at the creation of the instance
     """
@@ -120,6 +135,7 @@ class Reinforce(BaseAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ):
+        _check_base_arguments(verbose, seed, stats_window_size)
         policy_kwargs = dict(policy_kwargs or {})
         if policy_kwargs.get("optimizer_class", th.optim.Adam) is th.optim.Adam:
             policy_kwargs["optimizer_kwargs"] = {"eps": adam_eps, **(policy_kwargs.get("optimizer_kwargs") or {})}
@@ -143,32 +159,22 @@ class Reinforce(BaseAlgorithm):
         self.adam_eps = adam_eps
         self.check_seeding = check_seeding
         self._batch: EpisodeBatch | None = None
+        # saved with the model: ``load`` refuses a file another class saved (see check_saved_by)
+        self._saved_by = type(self).__name__
         self._check_hyperparameters()
 
         if _init_setup_model:
             self._setup_model()
 
     # ------------------------------------------------------------------ setup
+    #: whether ``ent_coef`` must be > 0 (UREX's temperature) rather than >= 0
+    _ent_coef_positive: ClassVar[bool] = False
+
     def _check_hyperparameters(self) -> None:
-        """Raise a ``ValueError`` naming the first invalid hyperparameter."""
-        check(
-            callable(self.learning_rate) or (is_real(self.learning_rate) and self.learning_rate > 0),
-            "learning_rate",
-            self.learning_rate,
-            "a finite float > 0 or a schedule",
-        )
-        check(
-            is_int(self.num_samples) and self.num_samples >= 2,
-            "num_samples",
-            self.num_samples,
-            "an integer >= 2 (the K-sample baseline needs K episodes per start state)",
-        )
-        check(
-            callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef >= 0),
-            "ent_coef",
-            self.ent_coef,
-            "a finite float >= 0 or a schedule",
-        )
+        """Raise a ``ValueError`` naming the first invalid hyperparameter (at construction, and at load: the file's values)."""
+        _check_coefficient("learning_rate", self.learning_rate, positive=True, schedule=True)
+        check_num_samples(self.num_samples)
+        _check_coefficient("ent_coef", self.ent_coef, positive=self._ent_coef_positive, schedule=True)
         check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", self.max_steps, "an integer >= 1")
         check(
             self.max_grad_norm is None or (is_real(self.max_grad_norm) and self.max_grad_norm > 0),
@@ -178,6 +184,21 @@ class Reinforce(BaseAlgorithm):
         )
         check(is_real(self.adam_eps) and self.adam_eps > 0, "adam_eps", self.adam_eps, "a finite float > 0")
         check(isinstance(self.check_seeding, bool), "check_seeding", self.check_seeding, "True or False")
+        _check_base_arguments(self.verbose, self.seed, self._stats_window_size)
+
+    def _scheduled(self, name: str, value: Any, positive: bool) -> float:
+        """
+        :param name: the hyperparameter's name (for the message)
+        :param value: its constant or schedule
+        :param positive: whether the value must be > 0 (else >= 0)
+        :return: its value at the current progress
+        :raises ValueError: naming the hyperparameter when the value is not a finite float in range
+        """
+        progress = self._current_progress_remaining
+        current = value(progress) if callable(value) else value
+        where = f" (the value of its schedule at progress_remaining={progress:.4g})" if callable(value) else ""
+        _check_coefficient(name, current, positive, schedule=False, where=where)
+        return float(current)
 
     def _upgrade_old_save(self) -> None:
         """
@@ -194,12 +215,12 @@ class Reinforce(BaseAlgorithm):
 
     def _setup_model(self) -> None:
         self._upgrade_old_save()
+        check_saved_by(self)
+        self._check_hyperparameters()  # also the values a loaded model read from its file
         if isinstance(self.observation_space, spaces.Dict):
             raise ValueError(
                 f"{type(self).__name__} does not support Dict observation spaces (flatten them with a wrapper first)"
             )
-        if self.env is not None:
-            check_num_samples(self.num_samples, self.env.num_envs)
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
@@ -209,27 +230,26 @@ class Reinforce(BaseAlgorithm):
         self.policy = self.policy.to(self.device)
 
     def _check_synchronized_groups(self) -> None:
-        """Check, before training, that the env's groups of ``num_samples`` envs can be played from one seed each."""
+        """Check, before training, that the env's groups of ``num_samples`` episodes can be played from one seed each."""
         assert self.env is not None
-        check_num_samples(self.num_samples, self.env.num_envs)
         if self.check_seeding:
             check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
 
     def _draw_base_seed(self) -> int:
         """:return: the reset seed of the first group of a batch (from NumPy's global generator, seeded by ``seed``)"""
-        n_groups = self.n_envs // self.num_samples
+        n_groups, _ = batch_layout(self.n_envs, self.num_samples)
         return int(np.random.randint(0, MAX_SEED - n_groups))
 
     # ------------------------------------------------------------------ data
     def collect_rollouts(self, env: VecEnv, callback: BaseCallback) -> bool:
         """
-        Play one batch of episodes from synchronized start states (the batch is kept for :meth:`train`).
+        Play one batch of episodes from synchronized start states (the batch is kept for :meth:`train`); with
+        ``n_envs`` not a multiple of ``num_samples``, in several passes over the envs.
 
         :param env: the training environment
         :param callback: called once per vectorised step (and at the start and end of the batch)
         :return: ``False`` if the callback stopped training
         """
-        check_num_samples(self.num_samples, env.num_envs)
         callback.on_rollout_start()
         episode_infos: dict[int, dict[str, Any]] = {}
 
@@ -249,7 +269,7 @@ class Reinforce(BaseAlgorithm):
                 return False
             # Only the episodes of the batch count; those the envs start after their first ``done`` are cut short.
             for index in np.flatnonzero(step.valid & step.dones):
-                episode_infos[int(index)] = step.infos[index]
+                episode_infos[int(step.slots[index])] = step.infos[index]
             return True
 
         batch = collect_episode_batch(
@@ -257,7 +277,7 @@ class Reinforce(BaseAlgorithm):
         )
         if batch is None:
             return False
-        # The batch's episodes enter the episode statistics in env order, not in the order they ended: failed
+        # The batch's episodes enter the episode statistics in slot (env) order, not in the order they ended: failed
         # episodes often end early, so the last ``stats_window_size`` to end would be the longest, mostly successful
         # ones, and the mean of the most recent episodes (gym's "solved" measure) would be biased upwards.
         finished = [episode_infos[index] for index in sorted(episode_infos)]
@@ -331,8 +351,9 @@ class Reinforce(BaseAlgorithm):
             return
         batch = self._batch
         self.policy.set_training_mode(True)
+        self._scheduled("learning_rate", self.learning_rate, positive=True)
         self._update_learning_rate(self.policy.optimizer)
-        ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
+        ent_coef = self._scheduled("ent_coef", self.ent_coef, self._ent_coef_positive)
 
         log_prob, entropy = self._evaluate_batch(batch)
         mask = th.as_tensor(batch.mask, device=self.device)
@@ -429,3 +450,28 @@ class Reinforce(BaseAlgorithm):
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         # The optimizer's state too: a loaded model continues with the same Adam moments.
         return ["policy", "policy.optimizer"], []
+
+
+def _check_coefficient(name: str, value: Any, positive: bool, schedule: bool, where: str = "") -> None:
+    """
+    :param name: the hyperparameter's name (for the message)
+    :param value: its value
+    :param positive: whether it must be > 0 (else >= 0)
+    :param schedule: whether a callable (a schedule) is accepted
+    :param where: said after the allowed values (e.g. which value of a schedule this is)
+    :raises ValueError: naming the hyperparameter unless ``value`` is a finite float in range (or an accepted schedule)
+    """
+    in_range = is_real(value) and (value > 0 if positive else value >= 0)
+    allowed = f"a finite float {'>' if positive else '>='} 0{' or a schedule' if schedule else ''}{where}"
+    check(in_range or (schedule and callable(value)), name, value, allowed)
+
+
+def _check_base_arguments(verbose: Any, seed: Any, stats_window_size: Any) -> None:
+    """
+    Check the arguments handed to SB3's ``BaseAlgorithm`` (which uses them without a check).
+
+    :raises ValueError: naming the first invalid argument
+    """
+    check(is_int(verbose) and verbose >= 0, "verbose", verbose, "an integer >= 0")
+    check(seed is None or (is_int(seed) and 0 <= seed < 2**32), "seed", seed, "None or an integer in [0, 2**32)")
+    check(is_int(stats_window_size) and stats_window_size >= 1, "stats_window_size", stats_window_size, "an integer >= 1")

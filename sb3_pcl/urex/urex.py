@@ -1,13 +1,12 @@
 """Under-appreciated Reward EXploration (UREX) as a Stable-Baselines3 algorithm."""
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 
 from sb3_pcl.common.episodes import urex_bonus
-from sb3_pcl.common.validation import check, is_real
 from sb3_pcl.reinforce.reinforce import Reinforce
 
 
@@ -25,13 +24,18 @@ class UREX(Reinforce):
     Reinforce's; only the default and the allowed values of ``ent_coef`` differ.
 
     :param policy: ``MlpPolicy``, ``MlpLstmPolicy`` or a policy class
-    :param env: a VecEnv of ``n_groups * num_samples`` envs whose ``reset(seed=...)`` determines the episode
-        (with a curriculum: wrapped in :class:`sb3_pcl.envs.SharedCurriculum`, see :class:`~sb3_pcl.Reinforce`)
-    :param ent_coef: the temperature ``tau``, > 0, a float or a schedule of the remaining progress
-        (callable or string, :func:`~sb3_pcl.common.schedules.parse_schedule`)
+    :param env: an env or VecEnv (any number of envs; ``n_envs`` a multiple of ``num_samples`` is the fast path)
+        whose ``reset(seed=...)`` determines the episode (with a curriculum: wrapped in
+        :class:`sb3_pcl.envs.SharedCurriculum`, see :class:`~sb3_pcl.Reinforce`)
+    :param ent_coef: the temperature ``tau``, a finite float > 0 or a schedule of the remaining progress
+        (callable or string, :func:`~sb3_pcl.common.schedules.parse_schedule`) whose values are checked to be
+        finite and > 0 when training uses them (a ``ValueError`` naming ``ent_coef``)
     :param kwargs: the other arguments of :class:`~sb3_pcl.reinforce.Reinforce` (``learning_rate``,
         ``num_samples``, ``max_steps``, ``max_grad_norm``, ``adam_eps``, ``check_seeding``, ...)
     """
+
+    #: the temperature must be > 0, at construction and at every value of a schedule
+    _ent_coef_positive: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -41,15 +45,6 @@ class UREX(Reinforce):
         **kwargs: Any,
     ):
         super().__init__(policy, env, ent_coef=ent_coef, **kwargs)
-
-    def _check_hyperparameters(self) -> None:
-        super()._check_hyperparameters()
-        check(
-            callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef > 0),
-            "ent_coef",
-            self.ent_coef,
-            "> 0 for UREX (or a schedule of positive values)",
-        )
 
     def _bonus(self, total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
         """
