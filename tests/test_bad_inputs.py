@@ -194,9 +194,11 @@ def test_dict_and_tuple_observations_get_one_clear_message(algo: type, space: sp
 
 @pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
 def test_unbounded_box_actions_are_refused_by_sb3s_check(algo: type) -> None:
-    env = SpaceEnv(spaces.Box(-1, 1, (2,)), spaces.Box(-np.inf, np.inf, (1,)))
+    def make() -> SpaceEnv:
+        return SpaceEnv(spaces.Box(-1, 1, (2,)), spaces.Box(-np.inf, np.inf, (1,)))
+
     with pytest.raises(AssertionError, match="finite lower and upper bound"):
-        build(algo, make_vec_env(lambda: env, n_envs=ALGOS[algo][2]))
+        build(algo, make_vec_env(make, n_envs=ALGOS[algo][2]))
 
 
 @pytest.mark.parametrize("algo", [PCL, Reinforce], ids=["PCL", "Reinforce"])

@@ -130,3 +130,22 @@ def check_observation_space(algorithm: str, observation_space: spaces.Space | No
             "there is no MultiInputPolicy): flatten the observations with gymnasium.wrappers.FlattenObservation, "
             "or wrap the VecEnv so that it returns one array"
         )
+
+
+class ObservationSpaceChecks:
+    """
+    Mixin (before SB3's base class) that refuses unsupported observation spaces on every path: the env given to the
+    constructor, ``set_env`` or ``load``, and the ``MultiInputPolicy`` name (see :func:`check_observation_space`).
+    """
+
+    @classmethod
+    def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
+        """SB3's wrapping, after a clear error for observation spaces the algorithm does not take."""
+        check_observation_space(cls.__name__, env.observation_space)
+        return super()._wrap_env(env, verbose, monitor_wrapper)  # type: ignore[misc]
+
+    def _get_policy_from_name(self, policy_name: str) -> Any:
+        """SB3's lookup, after a clear error for ``MultiInputPolicy`` (Dict observations)."""
+        if policy_name == "MultiInputPolicy":
+            check_observation_space(type(self).__name__, None)
+        return super()._get_policy_from_name(policy_name)  # type: ignore[misc]

@@ -17,7 +17,6 @@ from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule, explained_variance, polyak_update
-from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.actions import NoiseControl, to_env_actions
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer
@@ -33,14 +32,14 @@ from sb3_pcl.common.demonstrations import seed_replay
 from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.trust_region import state_kl
-from sb3_pcl.common.validation import build_part, check, check_observation_space, check_saved_by, is_int, is_real
+from sb3_pcl.common.validation import ObservationSpaceChecks, build_part, check, check_saved_by, is_int, is_real
 from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
 from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedValue
 
 SAMPLE_FROM = ("online", "target")
 
 
-class PCL(OffPolicyAlgorithm):
+class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
     """
     Path Consistency Learning (PCL).
 
@@ -248,15 +247,7 @@ class PCL(OffPolicyAlgorithm):
             )
         self._build_parts()[1].check_model(self)
 
-    @classmethod
-    def _wrap_env(cls, env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
-        """SB3's wrapping, then a clear error for observation spaces PCL does not take (Dict, Tuple, ...)."""
-        check_observation_space(cls.__name__, env.observation_space)
-        return super()._wrap_env(env, verbose, monitor_wrapper)
-
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
-        if policy_name == "MultiInputPolicy":
-            check_observation_space(type(self).__name__, None)
         if policy_name in ("MlpLstmPolicy", "UnifiedMlpLstmPolicy") and policy_name not in self.policy_aliases:
             raise ValueError(f"{policy_name} is a recurrent policy: use sb3_pcl.RecurrentPCL or RecurrentTrustPCL")
         return super()._get_policy_from_name(policy_name)

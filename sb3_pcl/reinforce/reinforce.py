@@ -29,7 +29,7 @@ from sb3_pcl.common.episodes import (
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.schedules import parse_schedule
-from sb3_pcl.common.validation import check, check_saved_by, is_int, is_real
+from sb3_pcl.common.validation import ObservationSpaceChecks, check, check_saved_by, is_int, is_real
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
@@ -47,7 +47,7 @@ _OLD_SAVE_ATTRIBUTES = (
 )
 
 
-class Reinforce(BaseAlgorithm):
+class Reinforce(ObservationSpaceChecks, BaseAlgorithm):
     """
     REINFORCE with an entropy bonus (MENT) and a non-parametric K-sample baseline.
 
@@ -217,10 +217,6 @@ class Reinforce(BaseAlgorithm):
         self._upgrade_old_save()
         check_saved_by(self)
         self._check_hyperparameters()  # also the values a loaded model read from its file
-        if isinstance(self.observation_space, spaces.Dict):
-            raise ValueError(
-                f"{type(self).__name__} does not support Dict observation spaces (flatten them with a wrapper first)"
-            )
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
