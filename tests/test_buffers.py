@@ -1,12 +1,19 @@
 """Tests of the episode-aware path replay."""
 
+import io
+import json
 import pickle
+import re
 
 import numpy as np
 import pytest
 from gymnasium import spaces
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnvWrapper
 
-from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathReplayBuffer
+from sb3_pcl import PCL
+from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathIndex, PathReplayBuffer
+from sb3_pcl.common.demonstrations import save_episodes
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
 ACT_SPACE = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
@@ -397,7 +404,7 @@ def ref_recent_segments(buffer: PathReplayBuffer, n_steps: int) -> list[tuple[Pa
 
 
 class ReferenceEvictionBuffer(PathReplayBuffer):
-    """The original eviction, choosing among the ``Path`` objects."""
+    """The original eviction, choosing among the ``Path`` objects (a scan of every path at each eviction)."""
 
     def _make_room(self, writer: Path) -> None:
         candidates = [p for p in self.paths.values() if p.done and not p.is_seed]
@@ -410,7 +417,13 @@ class ReferenceEvictionBuffer(PathReplayBuffer):
                 victim = min(candidates, key=lambda p: (ref_priority_of(self, p), p.path_id))
             self._remove_path(victim)
             return
-        self._drop_running_head(writer)  # unchanged by the vectorisation (a per-path loop in both)
+        self._drop_running_head(writer)
+
+    def _drop_running_head(self, writer: Path) -> None:
+        running = [p for p in self.paths.values() if not p.done and not p.is_seed and len(p) > 0]
+        if not running:
+            raise ValueError("buffer_size is too small")
+        self._drop_head(max(running, key=lambda p: (len(p), p is writer)))
 
 
 def assert_same_batch(got: PathBatch | None, expected: PathBatch | None) -> None:
@@ -456,6 +469,8 @@ def assert_queries_match_reference(buffer: PathReplayBuffer, rng: np.random.Gene
     assert buffer.n_seeded_transitions == sum(len(p) for p in buffer.paths.values() if p.is_seed)
     evictable = buffer._index.ids[buffer._evictable_rows()].tolist()
     assert evictable == [p.path_id for p in buffer.paths.values() if p.done and not p.is_seed]
+    index = buffer._index  # the Fenwick tree finds the k-th evictable path as the scan does
+    assert [int(index.ids[index.evictable_row(k)]) for k in range(index.n_evictable)] == evictable
     if len(ids) == 0:
         return
     subset = rng.choice(ids, size=2 * len(ids))  # any order, with repeats
@@ -582,3 +597,445 @@ def test_priorities_of_unknown_paths_raise_key_error():
     with pytest.raises(KeyError):
         buffer.sampling_distribution(np.array([max(buffer.paths) + 1]))
     np.testing.assert_array_equal(buffer.priorities(np.array(sorted(buffer.paths))[::-1]), [8.0, 6.0])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Values that do not fit the storage dtype (issue #32): refused where they enter storage, not stored as inf.
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ("reward", r"Non-finite reward \(too large for float32, max 3.4e\+38\) at env index \[1\]"),
+        ("obs", r"Non-finite observation \(too large for float32.*\) at env index \[1\]"),
+        ("next_obs", r"Non-finite next observation \(too large for float32.*\) at env index \[1\]"),
+        ("action", r"Non-finite action \(too large for float32.*\) at env index \[1\]"),
+    ],
+)
+def test_add_refuses_float64_values_that_overflow_float32(argument, message):
+    """A SubprocVecEnv stacks the workers' Python floats as float64: 1e39 is finite there, inf in the float32 storage."""
+    buffer = make_buffer(10, n_envs=2)
+    values = {
+        "obs": np.zeros((2, 2)),
+        "next_obs": np.zeros((2, 2)),
+        "action": np.zeros((2, 1)),
+        "reward": np.zeros(2),
+    }
+    values[argument][1] = 1e39
+    with pytest.raises(ValueError, match=message):
+        buffer.add(values["obs"], values["next_obs"], values["action"], values["reward"], np.zeros(2, dtype=bool), [{}, {}])
+    assert buffer.size() == 0 and buffer.n_paths == 0 and buffer.add_count == 0  # nothing stored
+
+
+def test_add_path_refuses_float64_values_that_overflow_float32():
+    buffer = make_buffer(10)
+    observations, actions, rewards = np.zeros((3, 2)), np.zeros((2, 1)), np.zeros(2)
+    with pytest.raises(ValueError, match=r"Non-finite reward \(too large for float32.*\) at step \[1\]"):
+        buffer.add_path(observations, actions, np.array([0.0, 1e39]))
+    with pytest.raises(ValueError, match=r"Non-finite observation \(too large for float32.*\) at step \[2\]"):
+        buffer.add_path(np.array([[0.0, 0.0], [0.0, 0.0], [0.0, -1e39]]), actions, rewards)
+    with pytest.raises(ValueError, match=r"Non-finite action \(NaN or inf\) at step \[0\]"):
+        buffer.add_path(observations, np.array([[np.nan], [0.0]]), rewards)
+    assert buffer.size() == 0 and buffer.n_paths == 0
+
+
+class Float64Steps(VecEnvWrapper):
+    """Float64 observations and rewards, as ``SubprocVecEnv`` returns them; at step ``at_step`` one of them is 1e39."""
+
+    def __init__(self, venv, at_step: int, what: str):
+        super().__init__(venv)
+        self.at_step, self.what, self.n_steps = at_step, what, 0
+
+    def reset(self):
+        return np.asarray(self.venv.reset(), dtype=np.float64)
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        obs, rewards = np.asarray(obs, dtype=np.float64), np.asarray(rewards, dtype=np.float64)
+        self.n_steps += 1
+        if self.n_steps == self.at_step:
+            (rewards if self.what == "reward" else obs)[0] = 1e39
+        return obs, rewards, dones, infos
+
+
+@pytest.mark.parametrize(
+    ("what", "message"), [("reward", "Non-finite reward"), ("observation", "Non-finite next observation")]
+)
+def test_learn_refuses_a_float64_value_that_overflows_float32(what, message):
+    """Before the fix the reward was stored as inf and training failed later, with NaN logits."""
+    env = Float64Steps(make_vec_env("CartPole-v1", n_envs=1, seed=0), at_step=30, what=what)
+    model = PCL("MlpPolicy", env, seed=0, learning_starts=10, train_freq=4, batch_size=4, max_segment_length=8)
+    with pytest.raises(ValueError, match=rf"{message} \(too large for float32.*\) at env index \[0\].*Check the environment"):
+        model.learn(100)
+    assert model.replay_buffer.size() == 29 and np.all(np.isfinite(model.replay_buffer.rewards))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The cost of an add once the buffer is full (issue #32): amortised O(1), whatever the buffer size.
+
+
+class CountingList(list):
+    """A list that counts its appends and the elements its deletions shift (``pop(0)`` shifts all the others)."""
+
+    appends = 0
+    shifted = 0
+
+    def append(self, value):
+        self.appends += 1
+        super().append(value)
+
+    def pop(self, index=-1):
+        self.shifted += len(self) - 1 - (index % len(self))
+        return super().pop(index)
+
+    def __delitem__(self, key):
+        removed = len(range(*key.indices(len(self)))) if isinstance(key, slice) else 1
+        self.shifted += len(self) - removed
+        super().__delitem__(key)
+
+
+def test_a_path_longer_than_the_buffer_drops_its_head_in_amortised_constant_time():
+    size, n_adds = 300, 3000
+    buffer = make_buffer(size)
+    step(buffer, [0.0])
+    (path,) = buffer.paths.values()
+    path._slots = CountingList(path._slots)  # the path's storage, watched
+    for v in range(1, n_adds):
+        step(buffer, [float(v)])  # the episode never ends
+    assert path._slots.appends == n_adds - 1  # the watched list is the path's storage
+    assert path_values(buffer, path.path_id) == list(range(n_adds - size, n_adds))
+    # dropping the head never shifts the whole path at each add (pop(0) shifted size - 1 elements every time)
+    assert path._slots.shifted <= 2 * n_adds
+    assert len(path._slots) <= 2 * size + Path.MIN_HEAD_TO_COMPACT  # the dropped head does not pile up
+
+
+@pytest.mark.parametrize("eviction", EVICTION_STRATEGIES)
+def test_evictions_do_not_scan_every_path(monkeypatch, eviction):
+    """With one-step episodes every add evicts a path: it is found in O(log n), not by a scan of all of them."""
+    buffer = make_buffer(64, eviction=eviction, priority="return")
+    reference = ReferenceEvictionBuffer(64, OBS_SPACE, ACT_SPACE, device="cpu", eviction=eviction, priority="return")
+    for other in (buffer, reference):
+        np.random.seed(0)
+        for v in range(64):
+            step(other, [float(v % 5)], dones=[True])
+
+    def scan() -> np.ndarray:
+        raise AssertionError("an eviction scanned every path")
+
+    monkeypatch.setattr(buffer, "_evictable_rows", scan)
+    for v in range(300):
+        state = np.random.get_state()
+        for other in (buffer, reference):
+            np.random.set_state(state)
+            step(other, [float(v % 7)], dones=[True])
+    assert buffer.size() == buffer.n_paths == 64
+    assert_same_paths(buffer, reference)  # the same paths as the scan chose
+
+
+def test_path_index_finds_the_kth_evictable_path_through_growth_and_compaction():
+    rng = np.random.default_rng(0)
+    index = PathIndex(capacity=1)
+    stored: list[int] = []
+    for path_id in range(3000):
+        index.append(path_id, 0, is_seed=bool(rng.random() < 0.1))
+        stored.append(path_id)
+        for _ in range(2):
+            if stored and rng.random() < 0.5:
+                finished = stored[int(rng.integers(len(stored)))]
+                row = index.row_of[finished]
+                was_evictable = bool(index.evictable[row])
+                became_evictable = index.update(finished, 1, path_id, 0.0, True, True)
+                assert became_evictable == (not was_evictable and not index.is_seed[row])  # only once, never a seed
+            if stored and rng.random() < 0.4:
+                index.remove(stored.pop(int(rng.integers(len(stored)))))
+        if path_id % 50 == 0:
+            n_rows = index.n_rows
+            expected = np.flatnonzero(index.live[:n_rows] & index.done[:n_rows] & ~index.is_seed[:n_rows]).tolist()
+            assert index.n_evictable == len(expected)
+            assert [index.evictable_row(k) for k in range(index.n_evictable)] == expected
+    assert index.n_rows < 3000  # compacted on the way
+    with pytest.raises(IndexError):
+        index.evictable_row(index.n_evictable)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SB3's ReplayBuffer attributes (issue #32)
+
+
+@pytest.mark.parametrize(
+    ("name", "instead"),
+    [("pos", "size()"), ("next_observations", "transitions()"), ("dones", "transitions()"), ("timeouts", "transitions()")],
+)
+def test_sb3_attributes_without_their_sb3_meaning_raise_an_attribute_error_saying_why(name, instead):
+    buffer = make_buffer(4)
+    step(buffer, [1.0])
+    with pytest.raises(
+        AttributeError, match=rf"PathReplayBuffer has no '{name}': it is not SB3's circular ReplayBuffer.*{re.escape(instead)}"
+    ):
+        getattr(buffer, name)
+    assert not hasattr(buffer, name)  # tools probing with hasattr / getattr(..., None) see it missing
+
+
+def test_sb3_attributes_kept_with_their_meaning():
+    buffer = make_buffer(4)
+    assert buffer.full is False and buffer.observations is None  # allocated on the first add
+    for v in range(3):
+        step(buffer, [float(v)], dones=[v == 1])
+    assert buffer.full is False
+    step(buffer, [3.0])
+    assert buffer.full is True  # every slot holds a transition, SB3's size() == buffer_size
+    step(buffer, [4.0])  # evicting the 2-step path [0, 1] freed two slots: 3 of 4 are used
+    assert buffer.full is False and buffer.size() == 3
+    with pytest.raises(AttributeError, match="read-only"):
+        buffer.full = False
+    assert buffer.observations is not None and buffer.observations.shape == (4, *OBS_SPACE.shape)  # slots, no n_envs
+    assert buffer.actions is not None and buffer.actions.shape == (4, 1) and buffer.rewards is not None
+    assert "does not exist" in PathReplayBuffer.__doc__ or "do not exist" in PathReplayBuffer.__doc__
+    buffer.reset()
+    assert buffer.full is False
+
+
+def test_transitions_in_sb3_meaning():
+    buffer = make_buffer(100, n_envs=2)
+    assert len(buffer.transitions()["observations"]) == 0
+    step(buffer, [1, 11])
+    step(buffer, [2, 12], dones=[True, False], final={0: 99.0})
+    step(buffer, [3, 13], dones=[False, True], truncated=[False, True], final={1: 88.0})
+    transitions = buffer.transitions()
+    np.testing.assert_array_equal(transitions["observations"][:, 0], [1, 2, 11, 12, 13, 3])
+    np.testing.assert_array_equal(transitions["next_observations"][:, 0], [2, 99, 12, 13, 88, 3.5])
+    np.testing.assert_array_equal(transitions["actions"][:, 0], [10, 20, 110, 120, 130, 30])
+    np.testing.assert_array_equal(transitions["rewards"], [1, 2, 11, 12, 13, 3])
+    np.testing.assert_array_equal(transitions["dones"], [False, True, False, False, True, False])
+    np.testing.assert_array_equal(transitions["timeouts"], [False, False, False, False, True, False])
+    np.testing.assert_array_equal(transitions["path_ids"], [0, 0, 1, 1, 1, 2])
+    np.testing.assert_array_equal(transitions["env_idx"], [0, 0, 1, 1, 1, 0])
+    assert transitions["next_observations"].dtype == transitions["observations"].dtype == np.float32
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Replay files that cannot run code (issue #32): npz arrays + JSON metadata, read with allow_pickle=False
+
+
+def random_step(buffer: PathReplayBuffer, rng: np.random.Generator, p_end: float = 0.2) -> None:
+    n_envs = buffer.n_envs
+    infos = [{"TimeLimit.truncated": bool(t)} for t in rng.random(n_envs) < 0.3]
+    obs, next_obs = rng.normal(size=(n_envs, 2)).astype(np.float32), rng.normal(size=(n_envs, 2)).astype(np.float32)
+    actions, rewards = rng.normal(size=(n_envs, 1)).astype(np.float32), rng.integers(-2, 3, size=n_envs).astype(float)
+    buffer.add(obs, next_obs, actions, rewards, rng.random(n_envs) < p_end, infos)
+
+
+def assert_same_samples(buffer: PathReplayBuffer, restored: PathReplayBuffer) -> None:
+    for seed in range(3):
+        np.random.seed(seed)
+        expected = buffer.sample(6)
+        np.random.seed(seed)
+        assert_same_batch(restored.sample(6), expected)
+    for n_steps in (1, 4):
+        assert_same_batch(restored.recent_segments(n_steps), buffer.recent_segments(n_steps))
+
+
+@pytest.mark.parametrize("eviction", EVICTION_STRATEGIES)
+def test_npz_round_trip_samples_and_continues_exactly(tmp_path, eviction):
+    settings = {"alpha": 0.5, "priority": "return", "eviction": eviction, "max_segment_length": 3, "replay_from_start": True}
+    rng = np.random.default_rng(0)
+    buffer = make_buffer(30, n_envs=2, **settings)
+    buffer.add_path(rng.normal(size=(4, 2)), rng.normal(size=(3, 1)), rng.normal(size=3), seed=True)
+    np.random.seed(0)
+    for _ in range(60):  # evictions, and heads of long paths dropped
+        random_step(buffer, rng)
+    buffer.save_npz(tmp_path / "replay")
+    assert (tmp_path / "replay").is_file()  # written where asked, no suffix appended
+    restored = PathReplayBuffer.load_npz(tmp_path / "replay", OBS_SPACE, ACT_SPACE, device="cpu")
+    assert {name: getattr(restored, name) for name in PathReplayBuffer.SETTINGS} == {
+        name: getattr(buffer, name) for name in PathReplayBuffer.SETTINGS
+    }
+    assert_same_paths(restored, buffer)
+    assert restored.open_paths == buffer.open_paths and restored.add_count == buffer.add_count
+    assert_same_samples(buffer, restored)
+    for _ in range(40):  # the same adds evict the same paths and reuse the same slots
+        state, step_rng = np.random.get_state(), rng.bit_generator.state
+        for other in (buffer, restored):
+            np.random.set_state(state)
+            rng.bit_generator.state = step_rng
+            random_step(other, rng)
+    assert_same_paths(restored, buffer)
+    assert_same_samples(buffer, restored)
+
+
+def test_npz_round_trip_of_an_empty_buffer(tmp_path):
+    buffer = make_buffer(5, n_envs=3, alpha=1.5)
+    buffer.save_npz(tmp_path / "empty.npz")
+    restored = PathReplayBuffer.load_npz(tmp_path / "empty.npz", OBS_SPACE, ACT_SPACE)
+    assert restored.size() == 0 and restored.observations is None and restored.n_envs == 3 and restored.alpha == 1.5
+    step(restored, [1.0, 2.0, 3.0], dones=[True, True, True])
+    assert restored.size() == 3
+
+
+@pytest.fixture(scope="module")
+def trained_pcl() -> PCL:
+    model = PCL(
+        "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), seed=0, learning_starts=30, batch_size=4, buffer_size=500
+    )
+    model.learn(80)
+    return model
+
+
+def cartpole_pcl() -> PCL:
+    return PCL(
+        "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=1), seed=1, learning_starts=30, batch_size=4, buffer_size=500
+    )
+
+
+@pytest.mark.parametrize("target", ["str", "pathlib", "bytes_io"])
+def test_pcl_save_and_load_replay_buffer_round_trip(tmp_path, trained_pcl, target):
+    """SB3's signatures: a str or pathlib path (".npz" appended when it has no suffix) or an open binary file."""
+    other = cartpole_pcl()
+    if target == "bytes_io":
+        file = io.BytesIO()
+        trained_pcl.save_replay_buffer(file)
+        file.seek(0)
+        other.load_replay_buffer(file)
+    else:
+        path = str(tmp_path / "replay") if target == "str" else tmp_path / "replay"
+        trained_pcl.save_replay_buffer(path)
+        assert (tmp_path / "replay.npz").is_file()
+        with np.load(tmp_path / "replay.npz", allow_pickle=False) as data:  # arrays only
+            assert "metadata" in data.files and data["observations"].shape == (trained_pcl.buffer_size, 4)
+        other.load_replay_buffer(path)  # found with the suffix, as SB3 finds its ".pkl"
+    assert other.replay_buffer is not trained_pcl.replay_buffer and other.replay_buffer.size() == 80
+    assert other.replay_buffer.device == other.device
+    assert_same_paths(other.replay_buffer, trained_pcl.replay_buffer)
+    assert_same_samples(trained_pcl.replay_buffer, other.replay_buffer)
+    other.learn(20, reset_num_timesteps=False)  # training goes on from it
+
+
+class RunsCode:
+    """A pickle whose loading creates a file: what a malicious replay file could do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_load_replay_buffer_refuses_pickles_without_running_them(tmp_path, trained_pcl):
+    model = cartpole_pcl()
+    marker = tmp_path / "code_ran"
+    with open(tmp_path / "evil.pkl", "wb") as file:
+        pickle.dump(RunsCode(marker), file)
+    with pytest.raises(
+        ValueError, match=r"is a pickle .*not a PathReplayBuffer \.npz file: unpickling it could run arbitrary"
+    ):
+        model.load_replay_buffer(tmp_path / "evil.pkl")
+    assert not marker.exists()  # nothing was unpickled
+    # SB3's own replay files (pickles) too, and the model keeps its buffer
+    buffer = model.replay_buffer
+    with open(tmp_path / "sb3.pkl", "wb") as file:
+        pickle.dump(trained_pcl.replay_buffer, file)
+    with pytest.raises(ValueError, match="allow_pickle=True"):
+        model.load_replay_buffer(tmp_path / "sb3.pkl")
+    assert model.replay_buffer is buffer
+
+
+def test_load_replay_buffer_allow_pickle_is_an_explicit_opt_in_with_a_warning(tmp_path, trained_pcl):
+    model = cartpole_pcl()
+    with open(tmp_path / "old.pkl", "wb") as file:
+        pickle.dump(trained_pcl.replay_buffer, file)
+    with pytest.warns(UserWarning, match="Unpickling the replay buffer .*runs any code the file holds"):
+        model.load_replay_buffer(tmp_path / "old", allow_pickle=True)  # SB3's ".pkl" suffix is tried too
+    assert_same_paths(model.replay_buffer, trained_pcl.replay_buffer)
+    assert model.replay_buffer.device == model.device
+    with open(tmp_path / "other.pkl", "wb") as file:
+        pickle.dump({"not": "a buffer"}, file)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="does not hold a PathReplayBuffer"):
+        model.load_replay_buffer(tmp_path / "other.pkl", allow_pickle=True)
+    # an npz loads the same with the opt-in
+    trained_pcl.save_replay_buffer(tmp_path / "replay.npz")
+    model.load_replay_buffer(tmp_path / "replay.npz", allow_pickle=True)
+    assert_same_paths(model.replay_buffer, trained_pcl.replay_buffer)
+
+
+def test_buffers_pickled_by_older_versions_still_unpickle(trained_pcl):
+    """Paths pickled with a plain ``slots`` list and SB3's ``pos`` / ``full`` in the state are converted."""
+    buffer = pickle.loads(pickle.dumps(trained_pcl.replay_buffer))
+    state = dict(buffer.__dict__, pos=3, full=False)
+    for path in state["paths"].values():
+        old = dict(vars(path))
+        old["slots"] = old.pop("_slots")[old.pop("_head") :]
+        path.__dict__.clear()
+        path.__setstate__(old)
+    buffer.__setstate__(state)
+    assert_same_paths(buffer, trained_pcl.replay_buffer)
+    assert_same_samples(trained_pcl.replay_buffer, buffer)
+
+
+def rewrite(source, target, **changes) -> None:
+    """Copy the arrays of the npz ``source`` to ``target``, with ``changes`` (a value of None drops the array)."""
+    with np.load(source, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in data.files}
+    arrays.update(changes)
+    np.savez(target, **{key: value for key, value in arrays.items() if value is not None})
+
+
+def metadata_with(source, **changes) -> np.ndarray:
+    with np.load(source, allow_pickle=False) as data:
+        metadata = json.loads(data["metadata"].tobytes())
+    metadata.update(changes)
+    return np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+
+
+def test_load_replay_buffer_refuses_malformed_files(tmp_path, trained_pcl):
+    good = tmp_path / "good.npz"
+    trained_pcl.save_replay_buffer(good)
+    with np.load(good, allow_pickle=False) as data:
+        slots, rewards = data["path_slots"].copy(), data["rewards"].copy()
+    slots[1] = slots[0]
+    rewards[slots[0]] = np.inf
+    files = {
+        "truncated": good.read_bytes()[:-200],
+        "empty": b"",
+        "not_a_zip": b"garbage, not a replay file",
+    }
+    for name, content in files.items():
+        (tmp_path / f"{name}.npz").write_bytes(content)
+    save_episodes(
+        tmp_path / "episodes.npz", [{"observations": np.zeros((2, 4)), "actions": [0], "rewards": [1.0], "terminated": True}]
+    )
+    np.savez(tmp_path / "other.npz", weights=np.zeros(3))
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    rewrite(good, tmp_path / "newer.npz", metadata=metadata_with(good, version=99))
+    rewrite(good, tmp_path / "foreign.npz", metadata=metadata_with(good, format="another.Format"))
+    rewrite(good, tmp_path / "bad_json.npz", metadata=np.frombuffer(b"{not json", dtype=np.uint8))
+    rewrite(good, tmp_path / "bad_setting.npz", metadata=metadata_with(good, settings={"alpha": -1.0}))
+    rewrite(good, tmp_path / "slot_twice.npz", path_slots=slots)
+    rewrite(good, tmp_path / "inf_reward.npz", rewards=rewards)
+    rewrite(good, tmp_path / "missing.npz", path_lengths=None)
+    expected = {
+        "truncated.npz": r"is not a readable PathReplayBuffer \.npz file \(truncated or corrupt\?\)",
+        "empty.npz": "is empty, not a PathReplayBuffer .npz file",
+        "not_a_zip.npz": r"is not a PathReplayBuffer \.npz file \(it is not a zip archive\)",
+        "episodes.npz": "an .npz file of another kind .*it looks like an episodes file: pass it to add_demonstrations",
+        "other.npz": r"an \.npz file of another kind \(arrays \['weights'\]\)",
+        "array.npy": r"it is a single \.npy array",
+        "newer.npz": "has replay format version 99; this sb3_pcl reads versions up to 1",
+        "foreign.npz": "metadata is not a sb3_pcl.PathReplayBuffer one",
+        "bad_json.npz": "unreadable metadata",
+        "bad_setting.npz": r"invalid settings .*alpha must be >= 0",
+        "slot_twice.npz": "must hold each of the 500 slots exactly once",
+        "inf_reward.npz": r"Non-finite reward \(NaN or inf\) at slot",
+        "missing.npz": "the array 'path_lengths' is missing",
+    }
+    model = cartpole_pcl()
+    buffer = model.replay_buffer
+    for name, message in expected.items():
+        with pytest.raises(ValueError, match=message) as error:
+            model.load_replay_buffer(tmp_path / name)
+        assert name in str(error.value)  # the message names the file
+        assert model.replay_buffer is buffer
+    pendulum = PCL("MlpPolicy", "Pendulum-v1", learning_starts=10, batch_size=4)
+    with pytest.raises(
+        ValueError, match=r"holds a replay of observations of shape \(4,\) .*this model has observations of shape \(3,\)"
+    ):
+        pendulum.load_replay_buffer(good)

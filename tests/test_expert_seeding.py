@@ -445,8 +445,14 @@ def box_model(**kwargs) -> PCL:
         (lambda ep: ep.update(observations=ep["observations"][:-1]), "T \\+ 1"),
         (lambda ep: ep.update(actions=np.full((3, 1), 1.5, dtype=np.float32)), "actions have values outside"),
         (lambda ep: ep.update(actions=np.zeros((3, 2), dtype=np.float32)), "actions have shape"),
-        (lambda ep: ep["rewards"].__setitem__(1, np.nan), "rewards have NaN"),
-        (lambda ep: ep["observations"].__setitem__((0, 0), np.inf), "observations have NaN or inf"),
+        (lambda ep: ep["rewards"].__setitem__(1, np.nan), r"Non-finite rewards \(NaN or inf\) at step \[1\]"),
+        (lambda ep: ep["observations"].__setitem__((0, 0), np.inf), r"Non-finite observations \(NaN or inf\)"),
+        # finite in float64 but not in the replay's float32: refused, not stored as inf (issue #32)
+        (lambda ep: ep["rewards"].__setitem__(2, 1e39), r"Non-finite rewards \(too large for float32.*\) at step \[2\]"),
+        (
+            lambda ep: ep.update(observations=ep["observations"].astype(np.float64) * [[1.0, 1e39]]),
+            r"Non-finite observations \(too large for float32",
+        ),
         (lambda ep: ep.pop("terminated"), "lacks \\['terminated'\\]"),
         (lambda ep: ep.update(observations=np.array(["a"] * 4)), "numeric"),
     ],
@@ -548,6 +554,44 @@ def test_bad_episode_files(tmp_path):
     callback.episodes = str(tmp_path / "moved.npz")
     with pytest.raises(FileNotFoundError, match=r"moved\.npz"):
         model.learn(10, callback=callback)
+
+
+def episodes_file(path, lengths, n_steps: int, n_episodes: int) -> None:
+    """An episodes file whose ``lengths`` are given and whose arrays hold ``n_steps`` steps of ``n_episodes`` episodes."""
+    np.savez(
+        path,
+        observations=np.zeros((n_steps + n_episodes, 2), dtype=np.float32),
+        actions=np.zeros((n_steps, 1), dtype=np.float32),
+        rewards=np.zeros(n_steps),
+        lengths=lengths,
+        terminated=np.ones(len(lengths), dtype=bool),
+        truncated=np.zeros(len(lengths), dtype=bool),
+        format_version=np.asarray(2),
+    )
+
+
+@pytest.mark.parametrize(
+    ("lengths", "message"),
+    [
+        # int64 lengths whose sum wraps around to the 2 stored steps (4 * 2**62 = 2**64): malformed episodes before
+        (
+            np.array([2**62, 2**62, 2**62, 2**62 + 2], dtype=np.int64),
+            r"the 4 episode lengths sum to 18446744073709551618 steps",
+        ),
+        (np.array([2**64 - 1, 3, 0, 0], dtype=np.uint64), r"the 4 episode lengths sum to 18446744073709551618 steps"),
+        (np.array([3, -1, 0, 0], dtype=np.int64), r"episode 1 has a negative length \(-1\)"),
+        (np.array([1, 0, 0, 0], dtype=np.int64), r"sum to 1 steps, which need 5 observations, but the file holds 6"),
+        (np.array([1.0, 1.0, 0.0, 0.0]), r"'lengths' must be a 1-d array of integers, got dtype float64"),
+    ],
+)
+def test_episode_files_with_bad_lengths_are_refused(tmp_path, lengths, message):
+    """The lengths are checked in exact integer arithmetic: no overflow, no negative length, the arrays' sizes."""
+    path = tmp_path / "bad_lengths.npz"
+    episodes_file(path, lengths, n_steps=2, n_episodes=4)
+    with pytest.raises(ValueError, match=rf"'.*bad_lengths\.npz' is not a valid episodes \.npz file: .*{message}"):
+        load_episodes(path)
+    episodes_file(path, np.array([2, 0, 0, 0]), n_steps=2, n_episodes=4)  # the same arrays with valid lengths load
+    assert [len(episode["rewards"]) for episode in load_episodes(path)] == [2, 0, 0, 0]
 
 
 def test_save_episodes_rejects_mixed_shapes_and_objects(tmp_path):

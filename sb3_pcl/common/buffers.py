@@ -20,17 +20,42 @@ state, so that the policy's recurrent state at the segment can be rebuilt exactl
 parameters, by replaying the path from the start of its episode.
 """
 
+import heapq
+import io
+import itertools
+import json
+import os
+import pathlib
+import pickle
+import warnings
+import zipfile
+import zlib
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import IO, Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import BaseBuffer
+from stable_baselines3.common.preprocessing import get_action_dim, get_obs_shape
+from stable_baselines3.common.save_util import open_path
+from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_pcl.common.validation import check_storable
 
 EVICTION_STRATEGIES = ("fifo", "rand", "rank")
 PRIORITY_MODES = ("step", "return")
+#: what :meth:`PathReplayBuffer.add` tells the user to check when it refuses a value
+STORAGE_HINT = (
+    "Check the environment and its wrappers: the replay stores rewards and actions as float32 and observations "
+    "in the observation space's dtype."
+)
+#: the same for :meth:`PathReplayBuffer.add_path` (demonstrations)
+PATH_HINT = (
+    "Check the path (demonstration): the replay stores rewards and actions as float32 and observations "
+    "in the observation space's dtype."
+)
 
 
 class PathHistory(NamedTuple):
@@ -75,11 +100,15 @@ class PathBatch(NamedTuple):
 
 @dataclass
 class Path:
-    """Bookkeeping of one stored path (its transitions live in the buffer's arrays)."""
+    """
+    Bookkeeping of one stored path (its transitions live in the buffer's arrays).
+
+    The path's slots are kept in a list with a head offset, so that dropping the oldest step of a path longer than the
+    buffer (:meth:`pop_head`) is amortised O(1); :attr:`slots` returns them as a new list.
+    """
 
     path_id: int
     env_idx: int
-    slots: list[int] = field(default_factory=list)
     first_step: int = 0
     last_step: int = 0
     total_return: float = 0.0
@@ -88,9 +117,64 @@ class Path:
     is_seed: bool = False
     dropped_head: bool = False
     final_obs: np.ndarray | None = None
+    _slots: list[int] = field(default_factory=list, repr=False)
+    _head: int = field(default=0, repr=False)
+
+    #: a dropped head is compacted away once it is this long and at least half of the list
+    MIN_HEAD_TO_COMPACT: ClassVar[int] = 64
 
     def __len__(self) -> int:
-        return len(self.slots)
+        return len(self._slots) - self._head
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """
+        Restore a pickled path; one pickled before the head offset existed held its slots in ``slots``.
+
+        :param state: the pickled attributes
+        """
+        if "slots" in state:
+            state = {**state, "_slots": list(state["slots"]), "_head": 0}
+            del state["slots"]
+        self.__dict__.update(state)
+
+    @property
+    def slots(self) -> list[int]:
+        """The buffer slots of the path's transitions, oldest first (a copy: change the path through the buffer)."""
+        return self._slots[self._head :]
+
+    def slot_range(self, start: int, end: int) -> list[int]:
+        """
+        :param start: first step (``0 <= start <= end``)
+        :param end: end step, excluded (``<= len(self)``)
+        :return: the slots of steps ``start .. end - 1``
+        """
+        return self._slots[self._head + start : self._head + end]
+
+    def slot_at(self, step: int) -> int:
+        """
+        :param step: a step of the path (``0 <= step < len(self)``)
+        :return: its slot
+        """
+        return self._slots[self._head + step]
+
+    def append_slot(self, slot: int) -> None:
+        """
+        :param slot: the slot of a new last step
+        """
+        self._slots.append(slot)
+
+    def pop_head(self) -> int:
+        """
+        Drop the oldest step (amortised O(1): the list is compacted only when the dropped head is most of it).
+
+        :return: its slot
+        """
+        slot = self._slots[self._head]
+        self._head += 1
+        if self._head >= self.MIN_HEAD_TO_COMPACT and 2 * self._head >= len(self._slots):
+            del self._slots[: self._head]
+            self._head = 0
+        return slot
 
 
 class PathIndex:
@@ -104,10 +188,14 @@ class PathIndex:
     (:meth:`PathReplayBuffer._sync`); queries are then vectorised over the rows instead of looping
     over the ``Path`` objects.
 
+    The rows of the *evictable* paths (finished, not seeded) are also counted in a Fenwick tree, so that the
+    ``k``-th of them in id order (the oldest for ``fifo``, a uniform one for ``rand``) is found in O(log n)
+    instead of scanning every row at each eviction.
+
     :param capacity: initial number of rows (grows by doubling)
     """
 
-    COLUMNS = ("ids", "env_idx", "length", "last_step", "total_return", "live", "done", "is_seed", "has_final")
+    COLUMNS = ("ids", "env_idx", "length", "last_step", "total_return", "live", "done", "is_seed", "has_final", "evictable")
     """The names of the row arrays."""
     MIN_DEAD_TO_COMPACT = 32
     """Fewer dead rows than this are never compacted."""
@@ -126,6 +214,42 @@ class PathIndex:
         self.done = np.zeros(capacity, dtype=bool)
         self.is_seed = np.zeros(capacity, dtype=bool)
         self.has_final = np.zeros(capacity, dtype=bool)
+        self.evictable = np.zeros(capacity, dtype=bool)
+        self.n_evictable = 0
+        self._build_tree()
+
+    def _build_tree(self) -> None:
+        """Recompute the Fenwick tree of :attr:`evictable` (O(capacity), after a growth or a compaction)."""
+        counts = np.concatenate([[0], np.cumsum(self.evictable, dtype=np.int64)])
+        positions = np.arange(1, len(self.evictable) + 1)
+        # node i (1-based) counts the rows i - lowbit(i) .. i - 1
+        self._tree: list[int] = [0, *(counts[positions] - counts[positions - (positions & -positions)]).tolist()]
+        self.n_evictable = int(counts[-1])
+
+    def _tree_add(self, row: int, delta: int) -> None:
+        node = row + 1
+        tree = self._tree
+        while node < len(tree):
+            tree[node] += delta
+            node += node & -node
+        self.n_evictable += delta
+
+    def evictable_row(self, k: int) -> int:
+        """
+        :param k: ``0 <= k < n_evictable``
+        :return: the row of the ``k``-th evictable path in increasing id (O(log n))
+        """
+        if not 0 <= k < self.n_evictable:
+            raise IndexError(f"evictable path {k} of {self.n_evictable}")
+        tree = self._tree
+        node, remaining = 0, k
+        step = 1 << (len(tree) - 1).bit_length()
+        while step:
+            nxt = node + step
+            if nxt < len(tree) and tree[nxt] <= remaining:
+                node, remaining = nxt, remaining - tree[nxt]
+            step >>= 1
+        return node
 
     def append(self, path_id: int, env_idx: int, is_seed: bool) -> None:
         """
@@ -143,6 +267,7 @@ class PathIndex:
                 grown = np.zeros(2 * len(column), dtype=column.dtype)
                 grown[: self.n_rows] = column[: self.n_rows]
                 setattr(self, name, grown)
+            self._build_tree()
         row = self.n_rows
         self.ids[row] = path_id
         self.env_idx[row] = env_idx
@@ -153,10 +278,11 @@ class PathIndex:
         self.done[row] = False
         self.is_seed[row] = is_seed
         self.has_final[row] = False
+        self.evictable[row] = False
         self.row_of[path_id] = row
         self.n_rows += 1
 
-    def update(self, path_id: int, length: int, last_step: int, total_return: float, done: bool, has_final: bool) -> None:
+    def update(self, path_id: int, length: int, last_step: int, total_return: float, done: bool, has_final: bool) -> bool:
         """
         Overwrite the changing numbers of a path's row.
 
@@ -164,8 +290,9 @@ class PathIndex:
         :param length: its number of stored transitions
         :param last_step: the buffer step of its last transition
         :param total_return: its total reward
-        :param done: whether it is finished
+        :param done: whether it is finished (a finished path stays finished)
         :param has_final: whether its final observation is known
+        :return: whether the path has just become evictable (finished, not seeded)
         """
         row = self.row_of[path_id]
         self.length[row] = length
@@ -173,6 +300,11 @@ class PathIndex:
         self.total_return[row] = total_return
         self.done[row] = done
         self.has_final[row] = has_final
+        if done and not self.is_seed[row] and not self.evictable[row]:
+            self.evictable[row] = True
+            self._tree_add(row, 1)
+            return True
+        return False
 
     def remove(self, path_id: int) -> None:
         """
@@ -182,6 +314,9 @@ class PathIndex:
         """
         row = self.row_of.pop(path_id)
         self.live[row] = False
+        if self.evictable[row]:
+            self.evictable[row] = False
+            self._tree_add(row, -1)
         self.n_dead += 1
         if self.n_dead >= self.MIN_DEAD_TO_COMPACT and 2 * self.n_dead > self.n_rows:
             self.compact()
@@ -192,9 +327,11 @@ class PathIndex:
         for name in self.COLUMNS:
             column = getattr(self, name)
             column[: len(keep)] = column[keep]
+            column[len(keep) : self.n_rows] = 0
         self.n_rows = len(keep)
         self.n_dead = 0
         self.row_of = dict(zip(self.ids[: self.n_rows].tolist(), range(self.n_rows), strict=True))
+        self._build_tree()
 
     def live_rows(self) -> np.ndarray:
         """:return: the rows of the stored paths, in increasing path id"""
@@ -220,6 +357,26 @@ class PathReplayBuffer(BaseBuffer):
     """
     Replay buffer of paths (episodes) for PCL-style algorithms.
 
+    **Storage and SB3's ReplayBuffer attributes.** SB3's ``ReplayBuffer`` is a circular buffer of
+    ``(buffer_size, n_envs, ...)`` arrays written at a cursor ``pos``; tools read ``observations[:pos]``,
+    ``next_observations``, ``dones`` or ``timeouts`` from it. This buffer is not circular: it evicts whole paths
+    (or the oldest steps of a running one), so its transitions sit in ``buffer_size`` *slots* reused in any order,
+    and each stored :class:`Path` lists its slots. Its attributes therefore do not all keep SB3's meaning:
+
+    - ``observations`` ``(buffer_size, *obs_shape)``, ``actions`` ``(buffer_size, action_dim)`` (float32, as sampled
+      by the policy) and ``rewards`` ``(buffer_size,)`` (float32) are slot-indexed, with no ``n_envs`` axis, and are
+      ``None`` until the first ``add``. Only the slots listed in some ``paths[i].slots`` hold stored transitions.
+    - ``full`` keeps SB3's relation to ``size()``: every slot holds a transition (``size() == buffer_size``); read-only.
+      Unlike SB3's, it can become ``False`` again, when evicting a whole path frees several slots.
+    - ``pos``, ``next_observations``, ``dones`` and ``timeouts`` do not exist (there is no cursor, and a next
+      observation is the path's next stored one or its final state): reading them raises an ``AttributeError`` that
+      says so. Use :meth:`transitions` instead: every stored transition in path order, with the next observations,
+      ``dones`` and ``timeouts`` in SB3's meaning, or ``paths`` / :meth:`sample` directly.
+
+    **Saving.** ``pickle`` works (it is how SB3 saves replay buffers), but :meth:`save_npz` / :meth:`load_npz` write
+    and read a file that cannot run code when loaded (arrays and JSON metadata in an ``.npz``, read with
+    ``allow_pickle=False``); :meth:`sb3_pcl.PCL.save_replay_buffer` uses them.
+
     :param buffer_size: capacity in transitions
     :param observation_space: observation space
     :param action_space: action space
@@ -240,6 +397,17 @@ class PathReplayBuffer(BaseBuffer):
         sharp recency priority this makes a batch the most recent episodes instead of a few of them drawn many times
     """
 
+    #: the settings a saved buffer records (the constructor's keyword arguments after ``n_envs``)
+    SETTINGS = (
+        "alpha",
+        "priority",
+        "eviction",
+        "max_segment_length",
+        "handle_timeout_termination",
+        "replay_from_start",
+        "distinct_paths",
+    )
+
     def __init__(
         self,
         buffer_size: int,
@@ -256,7 +424,14 @@ class PathReplayBuffer(BaseBuffer):
         replay_from_start: bool = False,
         distinct_paths: bool = False,
     ):
-        super().__init__(buffer_size, observation_space, action_space, device=device, n_envs=n_envs)
+        # Not BaseBuffer.__init__: it also sets SB3's circular-buffer cursor (pos, full), which this buffer has not.
+        self.buffer_size = buffer_size
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.obs_shape = get_obs_shape(observation_space)  # type: ignore[assignment]
+        self.action_dim = get_action_dim(action_space)
+        self.device = get_device(device)
+        self.n_envs = n_envs
         if optimize_memory_usage:
             raise ValueError("optimize_memory_usage is not supported by PathReplayBuffer")
         if buffer_size < 1:
@@ -293,24 +468,26 @@ class PathReplayBuffer(BaseBuffer):
         self.next_path_id = 0
         self.add_count = 0
         self._index = PathIndex()
+        self._rank_heap: list[tuple[float, int]] = []
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """
-        Restore a pickled buffer (:meth:`~stable_baselines3.common.base_class.BaseAlgorithm.load_replay_buffer`).
+        Restore a pickled buffer.
 
-        A buffer pickled before the :class:`PathIndex` existed gets it rebuilt from its paths; one pickled before
-        ``distinct_paths`` existed samples with replacement, as it did.
+        The :class:`PathIndex` (and the eviction order) is always rebuilt from the paths, whichever version pickled the
+        buffer; one pickled before ``distinct_paths`` existed samples with replacement, as it did.
 
         :param state: the pickled attributes
         """
+        state = {key: value for key, value in state.items() if key not in ("pos", "full")}  # an SB3 cursor, not ours
         self.__dict__.update(state)
         self.__dict__.setdefault("distinct_paths", False)
-        if not isinstance(state.get("_index"), PathIndex):
-            self._rebuild_index()
+        self._rebuild_index()
 
     def _rebuild_index(self) -> None:
-        """Recompute the :class:`PathIndex` from :attr:`paths`."""
+        """Recompute the :class:`PathIndex` and the ``rank`` eviction order from :attr:`paths`."""
         self._index = PathIndex(capacity=len(self.paths))
+        self._rank_heap = []
         for path_id in sorted(self.paths):
             path = self.paths[path_id]
             self._index.append(path.path_id, path.env_idx, path.is_seed)
@@ -322,14 +499,112 @@ class PathReplayBuffer(BaseBuffer):
 
         :param path: the path
         """
-        self._index.update(
-            path.path_id, len(path.slots), path.last_step, path.total_return, path.done, self._final_obs(path) is not None
+        became_evictable = self._index.update(
+            path.path_id, len(path), path.last_step, path.total_return, path.done, self._final_obs(path) is not None
+        )
+        if became_evictable and self.eviction == "rank":  # a finished path's priority never changes
+            heapq.heappush(self._rank_heap, (self._raw_priority(path), path.path_id))
+
+    # ------------------------------------------------------------------ SB3's ReplayBuffer attributes
+    @property
+    def full(self) -> bool:
+        """Whether every slot holds a transition (``size() == buffer_size``, as in SB3); read-only."""
+        return self.n_stored >= self.buffer_size
+
+    @full.setter
+    def full(self, value: bool) -> None:
+        raise AttributeError("PathReplayBuffer.full is read-only: it says whether every slot holds a transition")
+
+    @staticmethod
+    def _no_sb3_attribute(name: str, instead: str) -> AttributeError:
+        """
+        :param name: an attribute of SB3's ``ReplayBuffer`` this buffer has not
+        :param instead: what to use instead
+        :return: the error to raise, saying why
+        """
+        return AttributeError(
+            f"PathReplayBuffer has no {name!r}: it is not SB3's circular ReplayBuffer (its transitions sit in slots "
+            f"reused in any order, listed per path in paths[i].slots); {instead} (see the class docstring)"
         )
 
+    @property
+    def pos(self) -> int:
+        """Not available: there is no write cursor (raises ``AttributeError``)."""
+        raise self._no_sb3_attribute("pos", "use size() for the number of stored transitions")
+
+    @pos.setter
+    def pos(self, value: int) -> None:
+        raise self._no_sb3_attribute("pos", "use size() for the number of stored transitions")
+
+    @property
+    def next_observations(self) -> np.ndarray:
+        """Not available as an array (raises ``AttributeError``): see :meth:`transitions`."""
+        raise self._no_sb3_attribute("next_observations", "use transitions()['next_observations']")
+
+    @property
+    def dones(self) -> np.ndarray:
+        """Not available as an array (raises ``AttributeError``): see :meth:`transitions`."""
+        raise self._no_sb3_attribute("dones", "use transitions()['dones'] or paths[i].done")
+
+    @property
+    def timeouts(self) -> np.ndarray:
+        """Not available as an array (raises ``AttributeError``): see :meth:`transitions`."""
+        raise self._no_sb3_attribute("timeouts", "use transitions()['timeouts'] or paths[i].terminated")
+
+    def transitions(self) -> dict[str, np.ndarray]:
+        """
+        Every stored transition, path after path (increasing path id) and oldest step first, as flat arrays.
+
+        The keys keep the meaning of SB3's ``ReplayBuffer`` attributes, without its ``n_envs`` axis: ``observations``
+        ``(N, *obs_shape)``, ``next_observations`` (the path's next stored observation, or its final state; for the
+        last step of a running path the latest next observation of its env), ``actions`` ``(N, action_dim)``,
+        ``rewards`` ``(N,)``, ``dones`` (the path ends after this step: an episode end, or a cut path), ``timeouts``
+        (it ends there without terminating: a time limit or a cut, so it bootstraps), plus ``path_ids`` and
+        ``env_idx`` (-1 for :meth:`add_path`). A running path whose env has no next observation yet is left out.
+
+        :return: the arrays, copies
+        """
+        dtype = self.observations.dtype if self.observations is not None else self._obs_dtype()
+        slots: list[int] = []
+        next_obs: list[np.ndarray] = []
+        dones: list[bool] = []
+        timeouts: list[bool] = []
+        path_ids: list[int] = []
+        env_idx: list[int] = []
+        for path in self.paths.values():
+            final = self._final_obs(path)
+            if len(path) == 0 or final is None:
+                continue
+            assert self.observations is not None
+            path_slots = path.slots
+            slots.extend(path_slots)
+            next_obs.extend([self.observations[path_slots[1:]], np.asarray(final, dtype=dtype)[None]])
+            ends = [False] * len(path)
+            ends[-1] = path.done
+            dones.extend(ends)
+            timeouts.extend([False] * (len(path) - 1) + [path.done and not path.terminated])
+            path_ids.extend([path.path_id] * len(path))
+            env_idx.extend([path.env_idx] * len(path))
+        index = np.asarray(slots, dtype=np.int64)
+        empty_obs = np.zeros((0, *self.obs_shape), dtype=dtype)
+        return {
+            "observations": self.observations[index] if self.observations is not None else empty_obs,
+            "next_observations": np.concatenate(next_obs) if next_obs else empty_obs,
+            "actions": self.actions[index] if self.actions is not None else np.zeros((0, self.action_dim), np.float32),
+            "rewards": self.rewards[index] if self.rewards is not None else np.zeros(0, np.float32),
+            "dones": np.asarray(dones, dtype=bool),
+            "timeouts": np.asarray(timeouts, dtype=bool),
+            "path_ids": np.asarray(path_ids, dtype=np.int64),
+            "env_idx": np.asarray(env_idx, dtype=np.int64),
+        }
+
     # ------------------------------------------------------------------ storage
+    def _obs_dtype(self) -> np.dtype:
+        """:return: the dtype observations are stored in (the observation space's)"""
+        return np.dtype(self.observation_space.dtype if self.observation_space.dtype is not None else np.float32)
+
     def _allocate(self) -> None:
-        obs_dtype = self.observation_space.dtype if self.observation_space.dtype is not None else np.float32
-        self.observations = np.zeros((self.buffer_size, *self.obs_shape), dtype=obs_dtype)
+        self.observations = np.zeros((self.buffer_size, *self.obs_shape), dtype=self._obs_dtype())
         self.actions = np.zeros((self.buffer_size, self.action_dim), dtype=np.float32)
         self.rewards = np.zeros((self.buffer_size,), dtype=np.float32)
         self.free_slots = list(range(self.buffer_size - 1, -1, -1))
@@ -357,7 +632,6 @@ class PathReplayBuffer(BaseBuffer):
 
     def reset(self) -> None:
         """Remove every path, seeded ones included; every setting (sampling mode, priorities, ...) is kept."""
-        super().reset()
         self._clear()
 
     def _new_path(self, env_idx: int, is_seed: bool = False) -> Path:
@@ -381,47 +655,84 @@ class PathReplayBuffer(BaseBuffer):
         index = self._index
         return (index.last_step[rows] if self.priority == "step" else index.total_return[rows]).astype(np.float64)
 
+    def _raw_priority(self, path: Path) -> float:
+        """:return: :meth:`_raw_priorities` of one path"""
+        return float(path.last_step if self.priority == "step" else path.total_return)
+
     def _take_slot(self, writer: Path) -> int:
         while not self.free_slots:
             self._make_room(writer)
         return self.free_slots.pop()
 
     def _make_room(self, writer: Path) -> None:
-        candidates = self._evictable_rows()  # in increasing path id
-        if len(candidates) > 0:
-            if self.eviction == "fifo":
-                row = candidates[0]
+        """
+        Free at least one slot: evict a finished path (O(log n)), else drop the oldest step of a running one (O(1)).
+
+        :param writer: the path that needs the slot
+        """
+        index = self._index
+        if index.n_evictable > 0:
+            if self.eviction == "fifo":  # the oldest finished path
+                path_id = int(index.ids[index.evictable_row(0)])
             elif self.eviction == "rand":
-                row = candidates[np.random.randint(len(candidates))]
-            else:  # the lowest priority, the oldest path among equals (argmin returns the first minimum)
-                row = candidates[int(np.argmin(self._raw_priorities(candidates)))]
-            self._remove_path(self.paths[int(self._index.ids[row])])
+                path_id = int(index.ids[index.evictable_row(np.random.randint(index.n_evictable))])
+            else:  # the lowest priority, the oldest path among equals
+                path_id = self._pop_lowest_priority()
+            self._remove_path(self.paths[path_id])
             return
         self._drop_running_head(writer)
+
+    def _pop_lowest_priority(self) -> int:
+        """:return: the evictable path of lowest priority (the oldest among equals), taken off the ``rank`` order"""
+        while True:
+            if not self._rank_heap:  # only when the eviction setting was changed after paths finished
+                rows = self._evictable_rows()
+                priorities = self._raw_priorities(rows).tolist()
+                self._rank_heap = list(zip(priorities, self._index.ids[rows].tolist(), strict=True))
+                heapq.heapify(self._rank_heap)
+            _, path_id = heapq.heappop(self._rank_heap)
+            row = self._index.row_of.get(path_id)
+            if row is not None and self._index.evictable[row]:
+                return path_id
 
     def _drop_running_head(self, writer: Path) -> None:
         """
         Only running (or seeded) paths are stored: drop the oldest transition of the longest running path.
 
+        The running paths are the envs' open paths and the path :meth:`add_path` is writing, so this does not look at
+        the finished ones.
+
         :param writer: the path that needs the slot (preferred among equally long paths)
         """
-        running = [p for p in self.paths.values() if not p.done and not p.is_seed and len(p) > 0]
+        candidates = {path_id: self.paths.get(path_id) for path_id in self.open_paths if path_id is not None}
+        candidates[writer.path_id] = writer
+        running: list[Path] = []
+        for path_id in sorted(candidates):  # in increasing id, as the paths are stored
+            path = candidates[path_id]
+            if path is not None and not path.done and not path.is_seed and len(path) > 0:
+                running.append(path)
         if not running:
             raise ValueError(
                 f"buffer_size={self.buffer_size} is too small: the seeded paths fill the whole buffer "
                 "and nothing can be evicted"
             )
-        longest = max(running, key=lambda p: (len(p), p is writer))
-        slot = longest.slots.pop(0)
-        longest.first_step += 1
-        longest.dropped_head = True
-        self.free_slots.append(slot)
+        self._drop_head(max(running, key=lambda p: (len(p), p is writer)))
+
+    def _drop_head(self, path: Path) -> None:
+        """
+        Free the slot of a running path's oldest step (amortised O(1)).
+
+        :param path: the path
+        """
+        self.free_slots.append(path.pop_head())
+        path.first_step += 1
+        path.dropped_head = True
         self.n_stored -= 1
-        self._sync(longest)
+        self._sync(path)
 
     def _remove_path(self, path: Path) -> None:
         self.free_slots.extend(path.slots)
-        self.n_stored -= len(path.slots)
+        self.n_stored -= len(path)
         del self.paths[path.path_id]
         self._index.remove(path.path_id)
 
@@ -438,6 +749,10 @@ class PathReplayBuffer(BaseBuffer):
         """
         Store one vectorised transition (one step of every env), as SB3's ``_store_transition`` calls it.
 
+        Rewards, observations, next observations and actions are checked in their storage dtype first
+        (:func:`~sb3_pcl.common.validation.check_storable`): a NaN, an inf or a value that overflows it (a float64
+        reward of 1e39 from a ``SubprocVecEnv``) is refused with a ``ValueError`` and nothing is stored.
+
         :param obs: observations ``(n_envs, *obs_shape)``
         :param next_obs: next observations, the terminal ones for envs that finished
         :param action: actions as sampled by the policy ``(n_envs, *action_shape)``
@@ -445,14 +760,23 @@ class PathReplayBuffer(BaseBuffer):
         :param done: episode ends ``(n_envs,)``
         :param infos: per-env infos (``TimeLimit.truncated`` marks time-limit ends)
         """
-        obs = np.asarray(obs).reshape((self.n_envs, *self.obs_shape))
-        next_obs = np.asarray(next_obs).reshape((self.n_envs, *self.obs_shape))
-        action = np.asarray(action).reshape((self.n_envs, self.action_dim))
+        obs_dtype = self._obs_dtype()
         reward = np.asarray(reward, dtype=np.float64).reshape(self.n_envs)
+        stored_reward = check_storable(reward, np.float32, "reward", "env index", STORAGE_HINT)
+        obs = check_storable(
+            np.asarray(obs).reshape((self.n_envs, *self.obs_shape)), obs_dtype, "observation", "env index", STORAGE_HINT
+        )
+        next_obs = check_storable(
+            np.asarray(next_obs).reshape((self.n_envs, *self.obs_shape)),
+            obs_dtype,
+            "next observation",
+            "env index",
+            STORAGE_HINT,
+        )
+        action = check_storable(
+            np.asarray(action).reshape((self.n_envs, self.action_dim)), np.float32, "action", "env index", STORAGE_HINT
+        )
         done = np.asarray(done).reshape(self.n_envs)
-        self._check_finite(reward, "reward")
-        self._check_finite(obs, "observation")
-        self._check_finite(next_obs, "next observation")
         if self.observations is None:
             self._allocate()
         assert self.observations is not None and self.actions is not None and self.rewards is not None
@@ -467,8 +791,8 @@ class PathReplayBuffer(BaseBuffer):
             slot = self._take_slot(path)
             self.observations[slot] = obs[env_idx]
             self.actions[slot] = action[env_idx]
-            self.rewards[slot] = reward[env_idx]
-            path.slots.append(slot)
+            self.rewards[slot] = stored_reward[env_idx]
+            path.append_slot(slot)
             path.last_step = self.add_count
             path.total_return += float(reward[env_idx])
             self.n_stored += 1
@@ -497,15 +821,6 @@ class PathReplayBuffer(BaseBuffer):
                 self._sync(path)
             self.open_paths[env_idx] = None
 
-    @staticmethod
-    def _check_finite(array: np.ndarray, what: str) -> None:
-        if np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array)):
-            bad = np.argwhere(~np.isfinite(array.reshape(array.shape[0], -1)))[:, 0]
-            raise ValueError(
-                f"Non-finite {what} (NaN or inf) from env index {sorted(set(bad.tolist()))}: "
-                "refusing to store it in the replay buffer (check the environment or its wrappers)"
-            )
-
     def add_path(
         self,
         observations: np.ndarray,
@@ -516,6 +831,8 @@ class PathReplayBuffer(BaseBuffer):
     ) -> int:
         """
         Store a whole path at once, e.g. an expert demonstration.
+
+        The rewards, observations and actions are checked in their storage dtype first, as in :meth:`add`.
 
         :param observations: ``(T + 1, *obs_shape)``: the visited states and the final one
         :param actions: ``(T, *action_shape)`` actions
@@ -533,9 +850,11 @@ class PathReplayBuffer(BaseBuffer):
             raise ValueError(
                 f"observations must have shape {(n_steps + 1, *self.obs_shape)} (T + 1 states), got {observations.shape}"
             )
-        actions = np.asarray(actions).reshape((n_steps, self.action_dim))
-        self._check_finite(rewards.reshape(n_steps, 1), "reward")
-        self._check_finite(observations, "observation")
+        stored_rewards = check_storable(rewards, np.float32, "reward", "step", PATH_HINT)
+        observations = check_storable(observations, self._obs_dtype(), "observation", "step", PATH_HINT)
+        actions = check_storable(
+            np.asarray(actions).reshape((n_steps, self.action_dim)), np.float32, "action", "step", PATH_HINT
+        )
         if self.observations is None:
             self._allocate()
         assert self.observations is not None and self.actions is not None and self.rewards is not None
@@ -545,8 +864,8 @@ class PathReplayBuffer(BaseBuffer):
             slot = self._take_slot(path)
             self.observations[slot] = observations[step]
             self.actions[slot] = actions[step]
-            self.rewards[slot] = rewards[step]
-            path.slots.append(slot)
+            self.rewards[slot] = stored_rewards[step]
+            path.append_slot(slot)
             self.n_stored += 1
         path.last_step = self.add_count
         path.total_return = float(rewards.sum())
@@ -699,12 +1018,12 @@ class PathReplayBuffer(BaseBuffer):
         terminated = np.zeros(n_segments, dtype=np.float32)
         at_start = np.zeros(n_segments, dtype=np.float32)
         for col, (path, start, end) in enumerate(segments):
-            slots = path.slots[start:end]
+            slots = path.slot_range(start, end)
             index[: len(slots), col] = slots
             index[len(slots) :, col] = slots[-1]
             mask[: len(slots), col] = 1.0
             if end < len(path):
-                final_obs[col] = self.observations[path.slots[end]]
+                final_obs[col] = self.observations[path.slot_at(end)]
             else:
                 final = self._final_obs(path)
                 assert final is not None
@@ -741,8 +1060,8 @@ class PathReplayBuffer(BaseBuffer):
         actions = np.zeros((horizon, n_segments, self.action_dim), dtype=np.float32)
         offsets = np.zeros(n_segments, dtype=np.int64)
         for col, (path, start, end) in enumerate(segments):
-            slots = path.slots[:end]
-            final = self.observations[path.slots[end]] if end < len(path) else self._final_obs(path)
+            slots = path.slot_range(0, end)
+            final = self.observations[path.slot_at(end)] if end < len(path) else self._final_obs(path)
             assert final is not None
             observations[:end, col] = self.observations[slots]
             observations[end:, col] = final
@@ -757,3 +1076,440 @@ class PathReplayBuffer(BaseBuffer):
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> Any:
         raise NotImplementedError("PathReplayBuffer samples paths: use sample()")
+
+    # ------------------------------------------------------------------ files
+    def save_npz(self, file: str | os.PathLike[str] | IO[bytes]) -> None:
+        """
+        Write the buffer (data, paths, collection state, settings) to an ``.npz`` file that cannot run code when loaded.
+
+        The file holds arrays only, with the scalars and settings as JSON in its ``metadata`` array; it is written at
+        ``file`` exactly (no suffix is appended). :meth:`load_npz` restores a buffer that samples exactly as this one.
+
+        :param file: a path, or a binary file open for writing
+        """
+        paths = list(self.paths.values())  # in increasing id
+        obs_dtype = self._obs_dtype()
+        final_obs = np.zeros((len(paths), *self.obs_shape), dtype=obs_dtype)
+        for row, path in enumerate(paths):
+            if path.final_obs is not None:
+                final_obs[row] = path.final_obs
+        last_next_obs = np.zeros((self.n_envs, *self.obs_shape), dtype=obs_dtype)
+        for env_idx, next_obs in enumerate(self.last_next_obs):
+            if next_obs is not None:
+                last_next_obs[env_idx] = next_obs
+        metadata = {
+            "format": REPLAY_FILE_FORMAT,
+            "version": REPLAY_FILE_VERSION,
+            "class": type(self).__name__,
+            "buffer_size": int(self.buffer_size),
+            "n_envs": int(self.n_envs),
+            "obs_shape": [int(n) for n in self.obs_shape],
+            "obs_dtype": obs_dtype.name,
+            "action_dim": int(self.action_dim),
+            "settings": {name: getattr(self, name) for name in self.SETTINGS},
+            "allocated": self.observations is not None,
+            "next_path_id": int(self.next_path_id),
+            "add_count": int(self.add_count),
+        }
+        text = json.dumps(metadata, default=lambda value: value.item() if isinstance(value, np.generic) else str(value))
+        arrays: dict[str, np.ndarray] = {
+            "metadata": np.frombuffer(text.encode("utf-8"), dtype=np.uint8),
+            "free_slots": np.asarray(self.free_slots, dtype=np.int64),
+            "open_paths": np.asarray([-1 if pid is None else pid for pid in self.open_paths], dtype=np.int64),
+            "last_next_obs": last_next_obs,
+            "last_next_obs_known": np.asarray([obs is not None for obs in self.last_next_obs], dtype=bool),
+            "path_slots": np.asarray([slot for path in paths for slot in path.slots], dtype=np.int64),
+            "path_final_obs": final_obs,
+        }
+        for name, dtype in PATH_FIELDS.items():
+            arrays[f"path_{name}"] = np.asarray([_path_field(path, name) for path in paths], dtype=dtype)
+        if self.observations is not None and self.actions is not None and self.rewards is not None:
+            arrays.update(observations=self.observations, actions=self.actions, rewards=self.rewards)
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "wb") as handle:
+                np.savez(handle, allow_pickle=False, **arrays)  # type: ignore[arg-type]
+        else:
+            np.savez(file, allow_pickle=False, **arrays)  # type: ignore[arg-type]
+
+    @classmethod
+    def load_npz(
+        cls,
+        file: str | os.PathLike[str] | IO[bytes],
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        name: str | None = None,
+    ) -> "PathReplayBuffer":
+        """
+        Read a buffer written by :meth:`save_npz` (``allow_pickle=False``: the file cannot run code).
+
+        Everything is checked before use: the file kind, the format version, the spaces, the shapes and dtypes of the
+        arrays, that every slot belongs to exactly one path or to the free list, the paths' bookkeeping, and that the
+        stored values are finite (:func:`~sb3_pcl.common.validation.check_storable`).
+
+        :param file: a path, or a binary file open for reading
+        :param observation_space: the observation space of the model that loads it
+        :param action_space: its action space
+        :param device: PyTorch device of the sampled tensors
+        :param name: how to name the file in error messages (default: its path or name)
+        :return: the buffer, sampling exactly as the saved one (same batches for the same NumPy random state)
+        :raises ValueError: naming the file and the problem: a pickle, an empty, truncated or corrupt file, an ``.npz``
+            of another kind, a newer format version, other spaces, or inconsistent contents
+        """
+        name = name if name is not None else replay_file_name(file)
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "rb") as handle:
+                return cls.load_npz(handle, observation_space, action_space, device, name)
+        kind = replay_file_kind(file)
+        if kind != "npz":
+            raise ValueError(_not_npz_message(name, kind))
+        try:
+            with np.load(file, allow_pickle=False) as data:
+                if not hasattr(data, "files"):
+                    raise ValueError("not an .npz archive")
+                arrays = {key: np.asarray(data[key]) for key in data.files}
+        except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error) as error:
+            raise ValueError(
+                f"{name} is not a readable PathReplayBuffer .npz file (truncated or corrupt?): {error}"
+            ) from error
+        metadata = _replay_metadata(arrays, name)
+        return cls._from_arrays(arrays, metadata, observation_space, action_space, device, name)
+
+    @classmethod
+    def _from_arrays(
+        cls,
+        arrays: dict[str, np.ndarray],
+        metadata: dict[str, Any],
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str,
+        name: str,
+    ) -> "PathReplayBuffer":
+        """
+        :param arrays: the arrays of a replay file
+        :param metadata: its checked metadata (:func:`_replay_metadata`)
+        :param observation_space: the loading model's observation space
+        :param action_space: its action space
+        :param device: PyTorch device
+        :param name: the file's name, for the messages
+        :return: the restored buffer
+        :raises ValueError: naming the file and the first inconsistency found
+        """
+
+        def bad(problem: str) -> ValueError:
+            return ValueError(f"{name} is not a valid PathReplayBuffer file: {problem}")
+
+        obs_shape = tuple(int(n) for n in get_obs_shape(observation_space))
+        obs_dtype = np.dtype(observation_space.dtype if observation_space.dtype is not None else np.float32)
+        action_dim = get_action_dim(action_space)
+        saved = (tuple(metadata["obs_shape"]), metadata["obs_dtype"], metadata["action_dim"])
+        if saved != (obs_shape, obs_dtype.name, action_dim):
+            raise ValueError(
+                f"{name} holds a replay of observations of shape {saved[0]} ({saved[1]}) and actions of dimension "
+                f"{saved[2]}; this model has observations of shape {obs_shape} ({obs_dtype.name}) and actions of "
+                f"dimension {action_dim}"
+            )
+        try:
+            buffer = cls(
+                metadata["buffer_size"],
+                observation_space,
+                action_space,
+                device=device,
+                n_envs=metadata["n_envs"],
+                **metadata["settings"],
+            )
+        except (TypeError, ValueError) as error:
+            raise bad(f"invalid settings {metadata['settings']} ({error})") from None
+        buffer_size, n_envs = buffer.buffer_size, buffer.n_envs
+
+        def array(key: str, dtype: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
+            if key not in arrays:
+                raise bad(f"the array {key!r} is missing")
+            value = arrays[key]
+            if value.dtype != np.dtype(dtype) or (value.ndim != 1 if shape is None else value.shape != shape):
+                expected = "1-d" if shape is None else f"shape {shape}"
+                raise bad(
+                    f"the array {key!r} has dtype {value.dtype} and shape {value.shape}, expected {np.dtype(dtype)} {expected}"
+                )
+            return value
+
+        def storable(values: np.ndarray, dtype: Any, what: str, index_name: str) -> None:
+            try:
+                check_storable(values, dtype, what, index_name)
+            except ValueError as error:
+                raise bad(str(error)) from None
+
+        path_ids = array("path_ids", np.int64)
+        n_paths = len(path_ids)
+        fields = {key: array(f"path_{key}", dtype, (n_paths,)) for key, dtype in PATH_FIELDS.items()}
+        lengths = [int(n) for n in fields["lengths"].tolist()]
+        if any(n < 0 for n in lengths):
+            raise bad("a path has a negative length")
+        n_stored = sum(lengths)
+        slots = array("path_slots", np.int64, (n_stored,))
+        free_slots = array("free_slots", np.int64)
+        final_obs = array("path_final_obs", obs_dtype, (n_paths, *obs_shape))
+        open_paths = array("open_paths", np.int64, (n_envs,))
+        last_next_obs = array("last_next_obs", obs_dtype, (n_envs, *obs_shape))
+        last_next_known = array("last_next_obs_known", bool, (n_envs,))
+        next_path_id, add_count = metadata["next_path_id"], metadata["add_count"]
+
+        id_list = path_ids.tolist()
+        if any(b <= a for a, b in itertools.pairwise(id_list)) or (n_paths and id_list[0] < 0):
+            raise bad("the path ids must be >= 0 and increasing")
+        if n_paths and id_list[-1] >= next_path_id:
+            raise bad(f"a path id ({id_list[-1]}) is not below next_path_id ({next_path_id})")
+        env_idx = fields["env_idx"]
+        if np.any(env_idx < -1) or np.any(env_idx >= n_envs):
+            raise bad(f"a path's env index is outside [-1, {n_envs})")
+        for key in ("first_step", "last_step"):
+            if np.any(fields[key] < 0) or np.any(fields[key] > add_count):
+                raise bad(f"a path's {key} is outside [0, add_count={add_count}]")
+        storable(fields["total_return"], np.float64, "path return", "path")
+        storable(final_obs[fields["has_final"]], obs_dtype, "final observation", "path")
+        storable(last_next_obs[last_next_known], obs_dtype, "last next observation", "env")
+
+        if metadata["allocated"]:
+            observations = array("observations", obs_dtype, (buffer_size, *obs_shape))
+            actions = array("actions", np.float32, (buffer_size, action_dim))
+            rewards = array("rewards", np.float32, (buffer_size,))
+            storable(observations, obs_dtype, "observation", "slot")
+            storable(actions, np.float32, "action", "slot")
+            storable(rewards, np.float32, "reward", "slot")
+            every_slot = np.concatenate([slots, free_slots])
+            in_range = bool(np.all((every_slot >= 0) & (every_slot < buffer_size)))
+            if not in_range or not np.array_equal(np.bincount(every_slot, minlength=buffer_size), np.ones(buffer_size)):
+                raise bad(f"the paths' slots and the free slots must hold each of the {buffer_size} slots exactly once")
+            buffer.observations, buffer.actions, buffer.rewards = observations, actions, rewards
+        elif n_paths or len(free_slots):
+            raise bad("the storage is not allocated but paths or free slots are listed")
+
+        open_ids = open_paths.tolist()
+        row_of = {path_id: row for row, path_id in enumerate(id_list)}
+        for env, path_id in enumerate(open_ids):
+            if path_id == -1:
+                continue
+            row = row_of.get(path_id)
+            if row is None or fields["done"][row] or env_idx[row] != env:
+                raise bad(f"env {env}'s open path {path_id} is not a running path of that env")
+        running = {id_list[row] for row in np.flatnonzero(~fields["done"]).tolist()}
+        if not running <= set(open_ids):
+            raise bad(f"the running paths {sorted(running - set(open_ids))} are no env's open path")
+
+        offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
+        slot_list = slots.tolist()
+        for row, path_id in enumerate(id_list):
+            path = Path(
+                path_id=path_id,
+                env_idx=int(env_idx[row]),
+                first_step=int(fields["first_step"][row]),
+                last_step=int(fields["last_step"][row]),
+                total_return=float(fields["total_return"][row]),
+                done=bool(fields["done"][row]),
+                terminated=bool(fields["terminated"][row]),
+                is_seed=bool(fields["is_seed"][row]),
+                dropped_head=bool(fields["dropped_head"][row]),
+                final_obs=final_obs[row].copy() if fields["has_final"][row] else None,
+                _slots=slot_list[offsets[row] : offsets[row + 1]],
+            )
+            buffer.paths[path_id] = path
+        buffer.free_slots = free_slots.tolist()
+        buffer.n_stored = n_stored
+        buffer.open_paths = [None if path_id == -1 else path_id for path_id in open_ids]
+        buffer.last_next_obs = [last_next_obs[env].copy() if last_next_known[env] else None for env in range(n_envs)]
+        buffer.next_path_id, buffer.add_count = next_path_id, add_count
+        buffer._rebuild_index()
+        return buffer
+
+
+# ---------------------------------------------------------------------------------------------- replay files
+#: the ``format`` entry of a replay file's metadata
+REPLAY_FILE_FORMAT = "sb3_pcl.PathReplayBuffer"
+#: the version :meth:`PathReplayBuffer.save_npz` writes (and the newest :meth:`PathReplayBuffer.load_npz` reads)
+REPLAY_FILE_VERSION = 1
+#: the per-path arrays of a replay file (``path_<name>``), with their dtype
+PATH_FIELDS: dict[str, Any] = {
+    "ids": np.int64,
+    "env_idx": np.int64,
+    "first_step": np.int64,
+    "last_step": np.int64,
+    "total_return": np.float64,
+    "done": bool,
+    "terminated": bool,
+    "is_seed": bool,
+    "dropped_head": bool,
+    "has_final": bool,
+    "lengths": np.int64,
+}
+_FILE_MAGIC = {b"PK\x03\x04": "npz", b"PK\x05\x06": "npz", b"\x93NUMPY": "npy", b"\x80": "pickle"}
+
+
+def _path_field(path: Path, name: str) -> Any:
+    """:return: the value of a :data:`PATH_FIELDS` entry for ``path``"""
+    if name == "ids":
+        return path.path_id
+    if name == "has_final":
+        return path.final_obs is not None
+    if name == "lengths":
+        return len(path)
+    return getattr(path, name)
+
+
+def replay_file_name(file: Any) -> str:
+    """
+    :param file: a path or a file object
+    :return: how to name it in a message
+    """
+    if isinstance(file, (str, os.PathLike)):
+        return repr(os.fspath(file))
+    return repr(getattr(file, "name", f"<{type(file).__name__}>"))
+
+
+def replay_file_kind(file: IO[bytes]) -> str:
+    """
+    Tell a replay file's kind from its first bytes, without moving the file's position.
+
+    :param file: a binary file open for reading (seekable)
+    :return: ``"npz"`` (a zip archive), ``"npy"``, ``"pickle"`` (SB3's replay files), ``"empty"`` or ``"other"``
+    """
+    start = file.tell()
+    header = file.read(8)
+    file.seek(start)
+    if not header:
+        return "empty"
+    return next((kind for magic, kind in _FILE_MAGIC.items() if header.startswith(magic)), "other")
+
+
+def _not_npz_message(name: str, kind: str) -> str:
+    """
+    :param name: the file's name
+    :param kind: its :func:`replay_file_kind`, not ``"npz"``
+    :return: why it is refused as a replay file
+    """
+    if kind == "pickle":
+        return (
+            f"{name} is a pickle (SB3's replay buffer format, or a replay saved by an older sb3_pcl), not a PathReplayBuffer "
+            ".npz file: unpickling it could run arbitrary code, so it is refused. If you trust the file, load it with "
+            "load_replay_buffer(path, allow_pickle=True) and save it again to convert it"
+        )
+    if kind == "empty":
+        return f"{name} is empty, not a PathReplayBuffer .npz file"
+    return (
+        f"{name} is not a PathReplayBuffer .npz file (it is {'a single .npy array' if kind == 'npy' else 'not a zip archive'})"
+    )
+
+
+def _replay_metadata(arrays: dict[str, np.ndarray], name: str) -> dict[str, Any]:
+    """
+    :param arrays: the arrays of an ``.npz`` file
+    :param name: the file's name, for the messages
+    :return: its replay metadata (format, version and entry types checked)
+    :raises ValueError: when the ``.npz`` is of another kind, of a newer version, or its metadata is malformed
+    """
+    raw = arrays.get("metadata")
+    if raw is None:
+        hint = " (it looks like an episodes file: pass it to add_demonstrations)" if "lengths" in arrays else ""
+        raise ValueError(
+            f"{name} is an .npz file of another kind (arrays {sorted(arrays)}), not a PathReplayBuffer file{hint}"
+        )
+    try:
+        if raw.dtype != np.uint8 or raw.ndim != 1:
+            raise ValueError(f"a {raw.dtype} array of shape {raw.shape}")
+        metadata = json.loads(raw.tobytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{name} is not a valid PathReplayBuffer file: unreadable metadata ({error})") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != REPLAY_FILE_FORMAT:
+        raise ValueError(f"{name} is an .npz file of another kind (its metadata is not a {REPLAY_FILE_FORMAT} one)")
+    version = metadata.get("version")
+    if not isinstance(version, int) or version > REPLAY_FILE_VERSION:
+        raise ValueError(
+            f"{name} has replay format version {version!r}; this sb3_pcl reads versions up to {REPLAY_FILE_VERSION}"
+        )
+    expected = {
+        "buffer_size": int,
+        "n_envs": int,
+        "obs_shape": list,
+        "obs_dtype": str,
+        "action_dim": int,
+        "settings": dict,
+        "allocated": bool,
+        "next_path_id": int,
+        "add_count": int,
+    }
+    for key, kind in expected.items():
+        value: Any = metadata.get(key)
+        negative_int = kind is int and (isinstance(value, bool) or (isinstance(value, int) and value < 0))
+        if not isinstance(value, kind) or negative_int:
+            raise ValueError(f"{name} is not a valid PathReplayBuffer file: metadata {key!r} is {value!r}")
+    unknown = set(metadata["settings"]) - set(PathReplayBuffer.SETTINGS)
+    if unknown:
+        raise ValueError(f"{name} is not a valid PathReplayBuffer file: unknown settings {sorted(unknown)}")
+    return metadata
+
+
+def save_replay_file(buffer: PathReplayBuffer, path: str | pathlib.Path | io.BufferedIOBase, verbose: int = 0) -> None:
+    """
+    What :meth:`sb3_pcl.PCL.save_replay_buffer` does: :meth:`PathReplayBuffer.save_npz` at ``path``, a ``str`` or
+    ``pathlib.Path`` without suffix getting ``.npz`` (as SB3 appends ``.pkl``), or an open binary file.
+
+    :param buffer: the replay
+    :param path: where to write it
+    :param verbose: SB3's verbosity (warnings about the path)
+    """
+    file = open_path(path, "w", verbose=verbose, suffix="npz")
+    try:
+        buffer.save_npz(file)  # type: ignore[arg-type]
+    finally:
+        if isinstance(path, (str, pathlib.Path)):
+            file.close()
+
+
+def load_replay_file(
+    path: str | pathlib.Path | io.BufferedIOBase,
+    buffer_class: type[PathReplayBuffer],
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    device: th.device | str = "auto",
+    allow_pickle: bool = False,
+    verbose: int = 0,
+) -> PathReplayBuffer:
+    """
+    What :meth:`sb3_pcl.PCL.load_replay_buffer` does: read a replay file written by :func:`save_replay_file`.
+
+    A ``str`` or ``pathlib.Path`` that does not exist is tried with ``.npz`` appended (and, with ``allow_pickle``,
+    ``.pkl``). Pickles (SB3's replay files, and those of sb3_pcl before the npz format) are refused unless
+    ``allow_pickle=True``: then a :class:`PathReplayBuffer` is unpickled, with a warning, since unpickling runs any code
+    the file holds.
+
+    :param path: the file
+    :param buffer_class: the class of the restored buffer (a :class:`PathReplayBuffer` subclass)
+    :param observation_space: the loading model's observation space
+    :param action_space: its action space
+    :param device: PyTorch device of the sampled tensors
+    :param allow_pickle: accept a pickled buffer (only for files you trust)
+    :param verbose: SB3's verbosity
+    :return: the buffer
+    :raises ValueError: naming the file and the problem (see :meth:`PathReplayBuffer.load_npz`)
+    """
+    try:
+        file = open_path(path, "r", verbose=verbose, suffix="npz")
+    except FileNotFoundError:
+        if not (allow_pickle and isinstance(path, (str, pathlib.Path))):
+            raise
+        file = open_path(path, "r", verbose=verbose, suffix="pkl")
+    name = replay_file_name(getattr(file, "name", path) if isinstance(path, (str, pathlib.Path)) else path)
+    try:
+        if allow_pickle and replay_file_kind(file) == "pickle":  # type: ignore[arg-type]
+            warnings.warn(
+                f"Unpickling the replay buffer {name} (allow_pickle=True): this runs any code the file holds, load only "
+                "files you trust; save_replay_buffer then writes it in the npz format, which loads without pickle",
+                stacklevel=3,
+            )
+            buffer = pickle.load(file)
+            if not isinstance(buffer, PathReplayBuffer):
+                raise ValueError(f"{name} does not hold a PathReplayBuffer (found {type(buffer).__name__})")
+            return buffer
+        return buffer_class.load_npz(file, observation_space, action_space, device, name)  # type: ignore[arg-type]
+    finally:
+        if isinstance(path, (str, pathlib.Path)):
+            file.close()

@@ -41,6 +41,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, unwrap_vec_normalize
 
 from sb3_pcl.common.buffers import PathReplayBuffer
+from sb3_pcl.common.validation import check_storable
 
 __all__ = [
     "EPISODE_KEYS",
@@ -60,6 +61,11 @@ _FILE_KEYS = ("observations", "actions", "rewards", "lengths", "terminated", "tr
 #: version 1: algorithmic tasks only (scalar observations, (T, 3) actions); version 2: any array shapes
 _FORMAT_VERSION = 2
 _NUMERIC_KINDS = "biuf"
+#: what :func:`check_episodes` tells the user when a value cannot be stored
+STORAGE_HINT = (
+    "The replay stores demonstrations as it stores collected steps: rewards as float32, observations and actions "
+    "in their space's dtype."
+)
 
 
 class Demonstration(NamedTuple):
@@ -175,24 +181,15 @@ def load_episodes(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if version > _FORMAT_VERSION:
         raise ValueError(f"{name!r} has format version {version}; this sb3_pcl reads versions up to {_FORMAT_VERSION}")
 
-    lengths = arrays["lengths"]
-    n_episodes = len(lengths) if lengths.ndim == 1 else -1
-    total = int(lengths.sum()) if n_episodes > 0 and lengths.dtype.kind in "iu" else 0
+    try:
+        steps = _episode_lengths(arrays)
+    except ValueError as error:
+        raise ValueError(f"{name!r} is not a valid episodes .npz file: {error}") from None
     observations, actions, rewards = arrays["observations"], arrays["actions"], arrays["rewards"]
-    checks = [
-        lengths.ndim == 1 and (n_episodes == 0 or lengths.dtype.kind in "iu") and bool(np.all(lengths >= 0)),
-        observations.ndim >= 1 and observations.dtype.kind in _NUMERIC_KINDS and len(observations) == total + n_episodes,
-        actions.ndim >= 1 and actions.dtype.kind in _NUMERIC_KINDS and len(actions) == total,
-        rewards.dtype.kind in _NUMERIC_KINDS and rewards.shape == (total,),
-        arrays["terminated"].shape == (n_episodes,),
-        arrays["truncated"].shape == (n_episodes,),
-    ]
-    if not all(checks):
-        raise ValueError(f"{name!r} is not a valid episodes .npz file: inconsistent array shapes")
 
     episodes = []
     step_start = obs_start = 0
-    for index, length in enumerate(int(value) for value in lengths):
+    for index, length in enumerate(steps):
         episodes.append(
             {
                 "observations": observations[obs_start : obs_start + length + 1].copy(),
@@ -205,6 +202,40 @@ def load_episodes(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         step_start += length
         obs_start += length + 1
     return episodes
+
+
+def _episode_lengths(arrays: Mapping[str, np.ndarray]) -> list[int]:
+    """
+    Check the arrays of an episodes file against its ``lengths``, in exact integer arithmetic.
+
+    The lengths are summed as Python ints: an int64 sum could wrap around (lengths near 2**62 summing to the number
+    of stored steps) and slice the arrays into malformed episodes.
+
+    :param arrays: the arrays of the file (every key of ``_FILE_KEYS`` present)
+    :return: the episode lengths
+    :raises ValueError: naming the problem (without the file name)
+    """
+    lengths = arrays["lengths"]
+    if lengths.ndim != 1 or (lengths.size > 0 and lengths.dtype.kind not in "iu"):
+        raise ValueError(f"'lengths' must be a 1-d array of integers, got dtype {lengths.dtype} and shape {lengths.shape}")
+    steps = [int(value) for value in lengths.tolist()]
+    negative = next((index for index, length in enumerate(steps) if length < 0), None)
+    if negative is not None:
+        raise ValueError(f"episode {negative} has a negative length ({steps[negative]})")
+    n_episodes, total = len(steps), sum(steps)
+    for key, expected in (("observations", total + n_episodes), ("actions", total), ("rewards", total)):
+        array = arrays[key]
+        if array.ndim < 1 or array.dtype.kind not in _NUMERIC_KINDS or (key == "rewards" and array.ndim != 1):
+            raise ValueError(f"{key} must be a numeric array, got dtype {array.dtype} and shape {array.shape}")
+        if len(array) != expected:
+            raise ValueError(
+                f"inconsistent array shapes: the {n_episodes} episode lengths sum to {total} steps, which need "
+                f"{expected} {key}, but the file holds {len(array)}"
+            )
+    for key in ("terminated", "truncated"):
+        if arrays[key].shape != (n_episodes,):
+            raise ValueError(f"inconsistent array shapes: {key} has shape {arrays[key].shape}, expected ({n_episodes},)")
+    return steps
 
 
 # ---------------------------------------------------------------------------------------------- checking
@@ -233,24 +264,42 @@ def _space_violation(values: np.ndarray, space: spaces.Space) -> str | None:
     return None
 
 
+def _storable(values: np.ndarray, dtype: Any, what: str, index: int) -> np.ndarray:
+    """
+    :param values: an episode's rewards, observations or actions
+    :param dtype: the dtype the replay stores them in
+    :param what: ``"rewards"``, ``"observations"`` or ``"actions"``, for the error message
+    :param index: the episode's position, for the error message
+    :return: the values in ``dtype``
+    :raises ValueError: naming the episode, when a value is NaN or inf, or overflows ``dtype``
+        (:func:`~sb3_pcl.common.validation.check_storable`)
+    """
+    try:
+        return check_storable(values, dtype, what, "step", STORAGE_HINT)
+    except ValueError as error:
+        raise ValueError(f"Episode {index}: {error}") from None
+
+
 def _check_values(values: np.ndarray, space: spaces.Space, what: str, index: int, check_float_bounds: bool) -> np.ndarray:
     """
     :param values: ``(n, *space.shape)`` array
     :param space: the space the values must belong to
     :param what: ``"observations"`` or ``"actions"``, for the error message
     :param index: the episode's position, for the error message
-    :param check_float_bounds: check the bounds of a floating-point ``Box`` too (else only finiteness)
+    :param check_float_bounds: check the bounds of a floating-point ``Box`` too (else only that the values are finite
+        in its dtype)
     :return: the values in the space's dtype
-    :raises ValueError: when a value is NaN, inf or not in ``space``
+    :raises ValueError: when a value is NaN, inf, overflows the space's dtype or is not in ``space``
     """
-    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
-        raise ValueError(f"Episode {index}: {what} have NaN or inf values")
-    float_box = isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating)
-    if check_float_bounds or not float_box:
+    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating):
+        stored = _storable(values, space.dtype, what, index)  # a float64 of 1e39 is refused, not stored as inf
+        problem = _space_violation(stored, space) if check_float_bounds else None
+    else:  # integer spaces: NaN is a non-integer value, inf or an overflow a value outside the space
         problem = _space_violation(values, space)
-        if problem is not None:
-            raise ValueError(f"Episode {index}: {what} have {problem}")
-    return values.astype(space.dtype) if space.dtype is not None else values
+        stored = values.astype(space.dtype) if space.dtype is not None else values
+    if problem is not None:
+        raise ValueError(f"Episode {index}: {what} have {problem}")
+    return stored
 
 
 def check_episodes(
@@ -293,8 +342,7 @@ def check_episodes(
                 f"Episode {index}: actions have shape {actions.shape}, expected {(length, *action_shape)} "
                 f"(T actions of the action space {action_space})"
             )
-        if not np.all(np.isfinite(rewards)):
-            raise ValueError(f"Episode {index}: rewards have NaN or inf values")
+        _storable(rewards, np.float32, "rewards", index)  # as the replay stores them (Demonstration keeps float64)
         observations = _check_values(observations, observation_space, "observations", index, check_float_bounds=False)
         actions = _check_values(actions, action_space, "actions", index, check_float_bounds=True)
         checked.append(Demonstration(observations, actions, rewards, terminated))

@@ -14,12 +14,11 @@ from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-from stable_baselines3.common.save_util import load_from_pkl
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule, explained_variance, polyak_update
 
 from sb3_pcl.common.actions import NoiseControl, to_env_actions
-from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer
+from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
 from sb3_pcl.common.consistency import (
     Consistency,
     consistency_loss,
@@ -533,16 +532,42 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
         return n_paths
 
     # ------------------------------------------------------------------ saving
-    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
+    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
         """
-        Load a replay buffer saved with :meth:`save_replay_buffer`.
+        Save the replay buffer to a file that cannot run code when loaded (unlike SB3's pickle): an ``.npz`` of arrays
+        with JSON metadata (:meth:`~sb3_pcl.common.buffers.PathReplayBuffer.save_npz`). A ``str`` or ``pathlib.Path``
+        without suffix gets ``.npz`` appended (SB3 appends ``.pkl``).
 
-        :param path: the file
-        :param truncate_last_traj: unused (kept for SB3's signature)
+        :param path: the file (a path, created with its folders if needed, or a binary file open for writing)
         """
-        buffer = load_from_pkl(path, self.verbose)
-        if not isinstance(buffer, PathReplayBuffer):
-            raise ValueError(f"{path} does not hold a PathReplayBuffer (found {type(buffer).__name__})")
+        assert self.replay_buffer is not None, "The replay buffer is not defined"
+        save_replay_file(self.replay_buffer, path, self.verbose)
+
+    def load_replay_buffer(
+        self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True, allow_pickle: bool = False
+    ) -> None:
+        """
+        Load a replay buffer saved with :meth:`save_replay_buffer` (read with ``allow_pickle=False``; every array is
+        checked: see :meth:`~sb3_pcl.common.buffers.PathReplayBuffer.load_npz`). It samples exactly as the saved one.
+
+        Pickled buffers (SB3's format, which this package also wrote before) are refused with a ``ValueError``, because
+        unpickling runs any code the file holds. ``allow_pickle=True`` loads one anyway, with a warning: only for files
+        you trust; call :meth:`save_replay_buffer` then to convert it.
+
+        :param path: the file (a ``str`` or ``pathlib.Path`` that does not exist is tried with ``.npz`` appended)
+        :param truncate_last_traj: unused (kept for SB3's signature)
+        :param allow_pickle: also accept a pickled ``PathReplayBuffer`` (runs the file's code: trusted files only)
+        """
+        buffer_class = self.replay_buffer_class if self.replay_buffer_class is not None else PathReplayBuffer
+        buffer = load_replay_file(
+            path,
+            buffer_class,  # type: ignore[arg-type]
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            allow_pickle=allow_pickle,
+            verbose=self.verbose,
+        )
         buffer.device = self.device
         buffer.replay_from_start = self.replay_from_start  # what this model's policy needs, whoever saved the buffer
         self.replay_buffer = buffer

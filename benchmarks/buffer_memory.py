@@ -1,0 +1,332 @@
+"""
+Bounded memory and constant add cost of the path replay once it is full (issue #32).
+
+Each run keeps adding one-env transitions to a :class:`~sb3_pcl.common.buffers.PathReplayBuffer` for several times its
+size, in a fresh process, and records the process's resident memory (RSS) along the way and the adds per second once
+the buffer is full. Scenarios: episodes that end (``episodes``: every ``--episode-length`` steps; ``one_step``: every
+step, the most evictions) and ``never``: one episode that never ends, longer than the buffer (its oldest steps are
+dropped). SB3's ``ReplayBuffer`` (``sb3``) gives the reference cost of an add. The RSS must stay flat once the buffer is
+full, and the adds per second must not fall with the buffer size.
+
+    python -m benchmarks.buffer_memory                       # the default run (under 2 minutes on 2 cores)
+    python -m benchmarks.buffer_memory --sizes 10000 100000 --scenarios never one_step --multiple 5
+
+Writes ``results.md`` (the table, with the command, machine and date) and ``buffer_memory.png`` to ``--out`` (default
+``benchmarks/results/replay``); ``--json FILE`` also saves the raw numbers. ``--baseline FILE`` adds the runs such a
+file holds (e.g. the same command run on an older commit) to the report, as a second table and dashed lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import itertools
+import json
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "replay"
+SCENARIOS = ("episodes", "never", "one_step", "sb3")
+DEFAULT_SCENARIOS = ("episodes", "never", "sb3")
+DEFAULT_SIZES = (10_000, 100_000, 300_000)
+OBS_DIM = 4
+N_SAMPLES = 16
+"""RSS samples per run."""
+N_CHUNKS = 20
+"""Timed chunks of adds once the buffer is full."""
+
+
+def rss_mib() -> float:
+    """:return: the resident memory of this process in MiB (``/proc/self/statm``; the peak where it is missing)"""
+    try:
+        resident_pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def make_buffer(scenario: str, size: int) -> Any:
+    """
+    :param scenario: one of :data:`SCENARIOS`
+    :param size: the buffer size in transitions
+    :return: the buffer that scenario fills (CartPole-like spaces: 4 float32 observations, 2 discrete actions)
+    """
+    from gymnasium import spaces
+
+    observation_space = spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float32)
+    action_space = spaces.Discrete(2)
+    if scenario == "sb3":
+        from stable_baselines3.common.buffers import ReplayBuffer
+
+        return ReplayBuffer(size, observation_space, action_space, device="cpu")
+    from sb3_pcl.common.buffers import PathReplayBuffer
+
+    return PathReplayBuffer(size, observation_space, action_space, device="cpu")
+
+
+def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dict[str, Any]:
+    """
+    Add ``multiple * size`` transitions in this process.
+
+    :param scenario: one of :data:`SCENARIOS`
+    :param size: the buffer size
+    :param multiple: how many times the buffer size to add
+    :param episode_length: the episodes' length in the ``episodes`` and ``sb3`` scenarios
+    :return: the RSS samples ``(adds, MiB)``, the RSS before the first add, the adds per second while filling and once
+        full (the median over :data:`N_CHUNKS` chunks of adds), in CPU time of this process (a load of other processes
+        on the machine does not count), and the transitions stored at the end
+    """
+    buffer = make_buffer(scenario, size)
+    rng = np.random.default_rng(0)
+    observations = rng.normal(size=(1024, 1, OBS_DIM)).astype(np.float32)
+    actions = rng.integers(0, 2, size=(1024, 1, 1))
+    rewards = rng.normal(size=(1024, 1))
+    ends = {"episodes": episode_length, "sb3": episode_length, "one_step": 1, "never": 0}[scenario]
+    done, not_done = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)
+    infos: list[dict[str, Any]] = [{}]
+    total = multiple * size
+    checkpoints = set(np.linspace(0, total, N_SAMPLES + 1).astype(int).tolist()) | {size}
+    marks = set(range(size, total, max(1, (total - size) // N_CHUNKS)))  # timing marks once full
+    samples: list[tuple[int, float]] = []
+    times: list[tuple[int, float]] = []
+    rss_before = rss_mib()
+    start = time.process_time()
+    for i in range(total):
+        if i in checkpoints:
+            samples.append((i, rss_mib()))
+        if i in marks:
+            times.append((i, time.process_time()))
+        j = i % 1024
+        ended = done if ends and (i + 1) % ends == 0 else not_done
+        buffer.add(observations[j], observations[j - 1], actions[j], rewards[j], ended, infos)
+    times.append((total, time.process_time()))
+    samples.append((total, rss_mib()))
+    rates = [(b[0] - a[0]) / (b[1] - a[1]) for a, b in itertools.pairwise(times)]
+    return {
+        "scenario": scenario,
+        "buffer_size": size,
+        "adds": total,
+        "rss_before_mib": rss_before,
+        "rss_samples": samples,
+        "adds_per_s_filling": size / (times[0][1] - start),
+        "adds_per_s_full": float(np.median(rates)),
+        "stored_at_end": int(buffer.size()),
+    }
+
+
+def run_in_subprocess(scenario: str, size: int, multiple: int, episode_length: int) -> dict[str, Any]:
+    """:return: :func:`run_one` in a fresh Python process (its memory is the run's own), importing this checkout"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    command = [sys.executable, "-m", "benchmarks.buffer_memory", "--worker", scenario, str(size), str(multiple)]
+    command += ["--episode-length", str(episode_length)]
+    output = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def summarize(run: dict[str, Any]) -> dict[str, Any]:
+    """:return: the row of the table for a run: RSS once full and at the end, its growth, adds per second"""
+    size, samples = run["buffer_size"], run["rss_samples"]
+    full = [mib for adds, mib in samples if adds >= size]
+    last_third = [mib for adds, mib in samples if adds >= 2 * run["adds"] / 3]
+    return {
+        "scenario": run["scenario"],
+        "buffer_size": size,
+        "adds": run["adds"],
+        "adds_per_s_filling": run["adds_per_s_filling"],
+        "adds_per_s_full": run["adds_per_s_full"],
+        "rss_full_mib": full[0],
+        "rss_end_mib": full[-1],
+        "rss_max_growth_mib": max(full) - full[0],
+        "rss_last_third_mib": max(last_third) - last_third[0],
+    }
+
+
+def table(runs: list[dict[str, Any]]) -> list[str]:
+    """:return: the markdown table of the runs"""
+    lines = [
+        "| scenario | buffer size | adds | adds/s filling | adds/s full | RSS when full (MiB) | RSS at the end (MiB) "
+        "| RSS growth after full (MiB) | RSS growth, last third (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        row = summarize(run)
+        lines.append(
+            f"| {row['scenario']} | {row['buffer_size']:,} | {row['adds']:,} | {row['adds_per_s_filling']:,.0f} | "
+            f"{row['adds_per_s_full']:,.0f} | {row['rss_full_mib']:.1f} | {row['rss_end_mib']:.1f} | "
+            f"{row['rss_max_growth_mib']:+.1f} | {row['rss_last_third_mib']:+.1f} |"
+        )
+    return lines
+
+
+def verdicts(runs: list[dict[str, Any]]) -> list[str]:
+    """:return: per scenario, the RSS growth once full and the adds/s of the largest buffer against the smallest"""
+    lines = []
+    for scenario in dict.fromkeys(run["scenario"] for run in runs):
+        rows = sorted((summarize(run) for run in runs if run["scenario"] == scenario), key=lambda row: row["buffer_size"])
+        growth = max(row["rss_max_growth_mib"] for row in rows)
+        last = max(row["rss_last_third_mib"] for row in rows)
+        ratio = rows[-1]["adds_per_s_full"] / rows[0]["adds_per_s_full"]
+        lines.append(
+            f"- `{scenario}`: RSS grows by at most {growth:.1f} MiB once the buffer is full, {last:.1f} MiB in the last "
+            f"third of the run; adds/s of the {rows[-1]['buffer_size']:,} buffer / the {rows[0]['buffer_size']:,} one: "
+            f"{ratio:.2f}"
+        )
+    return lines
+
+
+def plot(runs: list[dict[str, Any]], baseline: list[dict[str, Any]], baseline_label: str, path: Path) -> None:
+    """Write the RSS curves (left) and the adds/s once full against the buffer size (right) to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+    colors: dict[str, Any] = {}
+    for label, group, style in (("", runs, "-"), (baseline_label, baseline, "--")):
+        for run in group:
+            adds, mib = np.array(run["rss_samples"], dtype=float).T
+            key = f"{run['scenario']} {run['buffer_size']:,}"
+            line = left.plot(adds / run["buffer_size"], mib, style, color=colors.get(key), marker=".")[0]
+            colors.setdefault(key, line.get_color())
+            if not label:
+                line.set_label(key)
+        for scenario in dict.fromkeys(run["scenario"] for run in group):
+            rows = sorted((summarize(run) for run in group if run["scenario"] == scenario), key=lambda row: row["buffer_size"])
+            sizes = [row["buffer_size"] for row in rows]
+            speeds = [row["adds_per_s_full"] for row in rows]
+            name = f"{scenario} ({label})" if label else scenario
+            right.plot(sizes, speeds, style, marker="o", label=name, color=colors.get(scenario))
+            colors.setdefault(scenario, right.get_lines()[-1].get_color())
+    left.axvline(1.0, color="grey", linewidth=0.8)
+    left.set(xlabel="transitions added / buffer size", ylabel="RSS (MiB)", title="Resident memory (dashed: baseline)")
+    left.legend(fontsize=7)
+    right.set(xscale="log", yscale="log", xlabel="buffer size", ylabel="adds/s once full", title="Cost of an add")
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def machine() -> str:
+    """:return: CPU model, cores, Python and NumPy versions, git revision of this checkout"""
+    cpu = platform.processor() or "unknown"
+    with contextlib.suppress(OSError, StopIteration):
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    git = ["git", "-C", str(REPO_ROOT)]
+    try:
+        revision = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+        revision = revision.strip() + ("+dirty" if dirty.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        revision = "unknown"
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
+        f"NumPy {np.__version__}, git {revision}"
+    )
+
+
+def write_report(result: dict[str, Any], baseline: dict[str, Any] | None, out: Path) -> None:
+    """Write ``results.md`` and ``buffer_memory.png`` from the runs of ``result`` (and ``baseline``)."""
+    baseline_runs = baseline["runs"] if baseline else []
+    baseline_label = f"baseline, git {baseline['git']}" if baseline else ""
+    lines = [
+        "# Replay buffer: memory and add cost once full",
+        "",
+        "Each run adds one-env transitions (4 float32 observations, 2 discrete actions) for several times the buffer "
+        f"size in a fresh process. `episodes`: episodes of {result['episode_length']} steps; `one_step`: episodes of "
+        "one step; `never`: one episode that never ends (longer than the buffer); `sb3`: SB3's `ReplayBuffer`, "
+        "episodes of the same length, for reference.",
+        "",
+        "adds/s: adds per second of the process's CPU time (other processes on the machine do not count), while "
+        f"filling and once the buffer is full (the median over {N_CHUNKS} timed chunks of adds). RSS: the process's "
+        "resident memory (about 245 MiB of it is the imported libraries, PyTorch included). RSS growth after full: "
+        "its largest rise over its value when the buffer first became full; last third: the same over the last third "
+        "of the run, once the bookkeeping of the paths (index rows of removed paths until a compaction, dict tables) "
+        "has reached its working size.",
+        "",
+        f"- Command: `{result['command']}`",
+        f"- Machine: {result['machine']}",
+        f"- Date: {result['date']}",
+        "",
+        *table(result["runs"]),
+        "",
+        *verdicts(result["runs"]),
+    ]
+    if baseline:
+        lines += [
+            "",
+            f"## Baseline: git {baseline['git']} ({baseline['date']})",
+            "",
+            f"- Command: `{baseline['command']}`",
+            f"- Machine: {baseline['machine']}",
+            "",
+            *table(baseline_runs),
+            "",
+            *verdicts(baseline_runs),
+        ]
+    lines += ["", "![RSS and adds/s](buffer_memory.png)", ""]
+    (out / "results.md").write_text("\n".join(lines))
+    plot(result["runs"], baseline_runs, baseline_label, out / "buffer_memory.png")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="buffer sizes")
+    parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(DEFAULT_SCENARIOS))
+    parser.add_argument("--multiple", type=int, default=3, help="add this many times the buffer size (default 3)")
+    parser.add_argument("--episode-length", type=int, default=200, help="episode length of `episodes` and `sb3`")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    parser.add_argument("--json", type=Path, help="also write the raw numbers to this file")
+    parser.add_argument("--baseline", type=Path, help="the --json file of another invocation, reported alongside")
+    parser.add_argument("--worker", nargs=3, metavar=("SCENARIO", "SIZE", "MULTIPLE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.multiple < 2:
+        parser.error("--multiple must be >= 2 (the buffer is full after the first)")
+    if args.worker:
+        scenario, size, multiple = args.worker
+        print(json.dumps(run_one(scenario, int(size), int(multiple), args.episode_length)))
+        return 0
+    result: dict[str, Any] = {
+        "command": shlex.join(["python", "-m", "benchmarks.buffer_memory", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": machine(),
+        "git": machine().rsplit("git ", 1)[-1],
+        "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        "episode_length": args.episode_length,
+        "runs": [],
+    }
+    for scenario in args.scenarios:
+        for size in args.sizes:
+            run = run_in_subprocess(scenario, size, args.multiple, args.episode_length)
+            result["runs"].append(run)
+            row = summarize(run)
+            print(
+                f"{scenario:>9} {size:>9,}: {row['adds_per_s_full']:>9,.0f} adds/s full, RSS {row['rss_full_mib']:.1f} -> "
+                f"{row['rss_end_mib']:.1f} MiB",
+                flush=True,
+            )
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
+    write_report(result, baseline, args.out)
+    print("\n".join(verdicts(result["runs"])))
+    print(f"wrote {args.out / 'results.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
