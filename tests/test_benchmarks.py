@@ -17,6 +17,8 @@ from benchmarks.run import main, parse_thresholds
 
 RESULTS_DIR = harness.REPO_ROOT / "benchmarks" / "results"
 SUITES = ("classic", "mujoco", "algorithmic", "recurrent")
+#: result folders of the tool benchmarks (no learning runs: a results.md and its plots)
+TOOL_SUITES = ("replay",)
 TINY_GRID = [
     *("--algos", "ppo", "a2c", "--envs", "CartPole-v1", "--seeds", "0", "1", "--steps", "512"),
     *("--eval-freq", "256", "--eval-episodes", "2", "--workers", "2", "--quiet"),
@@ -435,7 +437,9 @@ def _committed_runs() -> list[dict[str, Any]]:
 
 def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
     """A variant file exists only while a committed result needs it; every committed variant run has its file."""
-    assert sorted(path.name for path in RESULTS_DIR.iterdir()) == sorted(SUITES)
+    assert sorted(path.name for path in RESULTS_DIR.iterdir()) == sorted(SUITES + TOOL_SUITES)
+    for suite in TOOL_SUITES:
+        assert (RESULTS_DIR / suite / "results.md").is_file()
     for suite in SUITES:
         for name in ("results.md", "NOTES.md", "evaluations.csv", "run_metadata.json", "config.json"):
             assert (RESULTS_DIR / suite / name).is_file(), f"benchmarks/results/{suite}/{name} is missing"

@@ -583,7 +583,7 @@ def test_n_envs_not_a_multiple_of_num_samples_learns(algo):
 NAN, INF = float("nan"), float("inf")
 #: every numeric argument with its message, for a NaN, an infinite and a string value
 NUMERIC_ARGUMENTS = {
-    "learning_rate": "learning_rate must be a finite float > 0 or a schedule",
+    "learning_rate": "learning_rate must be a finite float >= 0 or a schedule",
     "num_samples": r"num_samples must be an integer >= 2 \(the K-sample baseline needs K episodes per start state\)",
     "max_steps": "max_steps must be an integer >= 1",
     "max_grad_norm": "max_grad_norm must be None or a finite float > 0",
@@ -605,8 +605,8 @@ NUMERIC_ARGUMENTS = {
         ({"ent_coef": "fast"}, "ent_coef: cannot read the schedule 'fast'"),
         ({"ent_coef": "0.1"}, "ent_coef: cannot read the schedule '0.1'"),
         ({"ent_coef": None}, r"ent_coef must be a finite float >=? 0 or a schedule, got None"),
-        ({"learning_rate": 0.0}, "learning_rate must be a finite float > 0 or a schedule, got 0.0"),
-        ({"learning_rate": "lin_0.01"}, "learning_rate must be a finite float > 0 or a schedule, got 'lin_0.01'"),
+        ({"learning_rate": -0.1}, "learning_rate must be a finite float >= 0 or a schedule, got -0.1"),
+        ({"learning_rate": "lin_0.01"}, "learning_rate must be a finite float >= 0 or a schedule, got 'lin_0.01'"),
         ({"adam_eps": 0.0}, "adam_eps must be a finite float > 0, got 0.0"),
         ({"check_seeding": "yes"}, "check_seeding must be True or False, got 'yes'"),
         ({"seed": -1}, r"seed must be None or an integer in \[0, 2\*\*32\), got -1"),
@@ -650,7 +650,7 @@ def test_schedule_values_are_checked_when_used(algo, name, bad):
     """A schedule that leaves the allowed range half-way raises, naming the argument, before the bad value is used."""
     good = 0.1 if name == "ent_coef" else 1e-3
     model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, seed=0, **{name: lambda p: good if p > 0.5 else bad})
-    bound = ">= 0" if name == "ent_coef" and algo is Reinforce else "> 0"
+    bound = "> 0" if name == "ent_coef" and algo is UREX else ">= 0"
     message = rf"^{name} must be a finite float {bound} \(the value of its schedule at progress_remaining=0\.[0-9]+\), got "
     with pytest.raises(ValueError, match=message + re.escape(repr(bad))):
         model.learn(400, log_interval=None)
@@ -717,7 +717,7 @@ def test_loading_the_other_class_file_is_refused(saver, loader, tmp_path):
         ("num_samples", "2", "num_samples must be an integer >= 2"),
         ("ent_coef", -1.0, "ent_coef must be a finite float >=? 0 or a schedule, got -1.0"),
         ("ent_coef", float("nan"), "ent_coef must be a finite float >=? 0 or a schedule, got nan"),
-        ("learning_rate", "oops", "learning_rate must be a finite float > 0 or a schedule, got 'oops'"),
+        ("learning_rate", "oops", "learning_rate must be a finite float >= 0 or a schedule, got 'oops'"),
         ("max_steps", 0, "max_steps must be an integer >= 1, got 0"),
         ("max_grad_norm", -1.0, "max_grad_norm must be None or a finite float > 0, got -1.0"),
     ],

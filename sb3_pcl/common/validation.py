@@ -67,7 +67,7 @@ def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", 
     like a NaN or an inf, instead of being stored as ``inf``.
 
     :param values: the data, ``(n, ...)`` with one row per env / step
-    :param dtype: the storage dtype (integer dtypes are converted without a check)
+    :param dtype: the storage dtype (float values bound for an integer dtype must be finite too)
     :param what: what the data is, for the message (``"reward"``, ``"observation"``, ...)
     :param index_name: what a row is, for the message (``"env index"``, ``"step"``)
     :param hint: a sentence appended to the message (what to check)
@@ -75,6 +75,8 @@ def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", 
     :raises ValueError: naming ``what``, the rows, and whether the values overflow ``dtype`` or are NaN / inf
     """
     array = np.asarray(values)
+    if array.dtype.kind == "f" and np.dtype(dtype).kind in "iub" and not np.all(np.isfinite(array)):
+        dtype = array.dtype  # NaN / inf would become arbitrary integers: check (and report) them as floats
     with np.errstate(over="ignore", invalid="ignore"):
         stored = array.astype(dtype, copy=False)
     if stored.dtype.kind != "f" or np.all(np.isfinite(stored)):

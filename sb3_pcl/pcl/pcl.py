@@ -221,8 +221,9 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
 
         check(is_int(self.rollout) and self.rollout >= 1, "rollout", self.rollout, "an integer >= 1")
         check(is_real(self.gamma) and 0.0 <= self.gamma <= 1.0, "gamma", self.gamma, "in [0, 1]")
-        lr_ok = callable(self.learning_rate) or (is_real(self.learning_rate) and self.learning_rate > 0)
-        check(lr_ok, "learning_rate", self.learning_rate, "a finite float > 0 (or a schedule)")
+        # >= 0: rl-zoo3's enjoy loads models with a learning rate of 0
+        lr_ok = callable(self.learning_rate) or (is_real(self.learning_rate) and self.learning_rate >= 0)
+        check(lr_ok, "learning_rate", self.learning_rate, "a finite float >= 0 (or a schedule)")
         ent_ok = callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef >= 0)
         check(ent_ok, "ent_coef", self.ent_coef, "a finite float >= 0 (or a schedule)")
         check(is_int(self.batch_size) and self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
@@ -449,13 +450,8 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
         :param batch_size: segments per replay batch
         """
         self.policy.set_training_mode(True)
-        learning_rate = self.lr_schedule(self._current_progress_remaining)
-        check(
-            is_real(learning_rate) and learning_rate > 0,
-            "learning_rate",
-            learning_rate,
-            "a finite value > 0 at every point of its schedule",
-        )
+        learning_rate = self.lr_schedule(self._current_progress_remaining)  # a linear decay ends at 0
+        check(is_real(learning_rate) and learning_rate >= 0, "learning_rate", learning_rate, "finite and >= 0 in its schedule")
         self._update_learning_rate([self.policy.optimizer])
         ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
         check(is_real(ent_coef) and ent_coef >= 0, "ent_coef", ent_coef, "a finite value >= 0 at every point of its schedule")

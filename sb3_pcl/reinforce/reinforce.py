@@ -172,7 +172,7 @@ class Reinforce(ObservationSpaceChecks, BaseAlgorithm):
 
     def _check_hyperparameters(self) -> None:
         """Raise a ``ValueError`` naming the first invalid hyperparameter (at construction, and at load: the file's values)."""
-        _check_coefficient("learning_rate", self.learning_rate, positive=True, schedule=True)
+        _check_coefficient("learning_rate", self.learning_rate, positive=False, schedule=True)  # 0: rl-zoo3 enjoy
         check_num_samples(self.num_samples)
         _check_coefficient("ent_coef", self.ent_coef, positive=self._ent_coef_positive, schedule=True)
         check(is_int(self.max_steps) and self.max_steps >= 1, "max_steps", self.max_steps, "an integer >= 1")
@@ -347,7 +347,7 @@ class Reinforce(ObservationSpaceChecks, BaseAlgorithm):
             return
         batch = self._batch
         self.policy.set_training_mode(True)
-        self._scheduled("learning_rate", self.learning_rate, positive=True)
+        self._scheduled("learning_rate", self.learning_rate, positive=False)  # a linear decay ends at 0
         self._update_learning_rate(self.policy.optimizer)
         ent_coef = self._scheduled("ent_coef", self.ent_coef, self._ent_coef_positive)
 
