@@ -75,7 +75,17 @@ def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", 
     :raises ValueError: naming ``what``, the rows, and whether the values overflow ``dtype`` or are NaN / inf
     """
     array = np.asarray(values)
-    if array.dtype.kind == "f" and np.dtype(dtype).kind in "iub" and not np.all(np.isfinite(array)):
+    target = np.dtype(dtype)
+    if array.dtype.kind != "f":
+        return array.astype(target, copy=False)
+    # Fast path (every add of a replay comes here): no cast that could overflow, no NumPy error-state context.
+    if target.kind == "f" and target.itemsize < array.dtype.itemsize:
+        fits = bool(np.all(np.abs(array) <= np.finfo(target).max))  # False for NaN and inf too
+    else:
+        fits = bool(np.all(np.isfinite(array)))
+    if fits:
+        return array.astype(target, copy=False)
+    if target.kind in "iub":
         dtype = array.dtype  # NaN / inf would become arbitrary integers: check (and report) them as floats
     with np.errstate(over="ignore", invalid="ignore"):
         stored = array.astype(dtype, copy=False)
