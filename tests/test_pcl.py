@@ -800,3 +800,25 @@ def test_gsde_save_load_round_trip(tmp_path):
 def test_gsde_rejects_discrete_actions():
     with pytest.raises(ValueError, match="State-Dependent Exploration"):
         PCL("MlpPolicy", "CartPole-v1", use_sde=True)
+
+
+@pytest.mark.parametrize(
+    "policy, env_id, policy_kwargs",
+    [
+        ("MlpPolicy", "CartPole-v1", {}),
+        ("MlpPolicy", "Pendulum-v1", {"share_features_extractor": False}),
+        ("UnifiedMlpPolicy", "CartPole-v1", {}),
+    ],
+)
+def test_distribution_and_values_is_one_pass_of_the_policy_heads(policy: str, env_id: str, policy_kwargs: dict) -> None:
+    from sb3_pcl.pcl.policies import distribution_and_values
+
+    model = PCL(policy, env_id, policy_kwargs=policy_kwargs, seed=0)
+    obs = th.as_tensor(np.stack([model.observation_space.sample() for _ in range(7)]), dtype=th.float32)
+    with th.no_grad():
+        distribution, values = distribution_and_values(model.policy, obs, 5)
+        expected = model.policy.get_distribution(obs[:5])
+        actions = expected.get_actions()
+        th.testing.assert_close(distribution.log_prob(actions), expected.log_prob(actions))
+        th.testing.assert_close(values, model.policy.predict_values(obs))
+    assert values.shape == (7, 1)

@@ -33,7 +33,7 @@ from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.trust_region import state_kl
 from sb3_pcl.common.validation import ObservationSpaceChecks, build_part, check, check_saved_by, is_int, is_real
 from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
-from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedValue
+from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedValue, distribution_and_values
 
 SAMPLE_FROM = ("online", "target")
 
@@ -365,12 +365,14 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
             action distribution of the ``T * B`` steps, flattened time-major like the batch
         """
         n_steps, n_paths = batch.mask.shape
-        obs = batch.observations.reshape(n_steps * n_paths, *batch.observations.shape[2:])
-        actions = self._prepare_actions(batch.actions.reshape(n_steps * n_paths, -1))
-        distribution = policy.get_distribution(obs)
+        n_rows = n_steps * n_paths
+        obs = batch.observations.reshape(n_rows, *batch.observations.shape[2:])
+        actions = self._prepare_actions(batch.actions.reshape(n_rows, -1))
+        # one pass over the T * B steps and the B final states
+        distribution, all_values = distribution_and_values(policy, th.cat((obs, batch.final_observations)), n_rows)
         log_prob = distribution.log_prob(actions).reshape(n_steps, n_paths)
-        values = policy.predict_values(obs).reshape(n_steps, n_paths)
-        final_values = policy.predict_values(batch.final_observations).reshape(n_paths) * (1.0 - batch.terminated)
+        values = all_values[:n_rows].reshape(n_steps, n_paths)
+        final_values = all_values[n_rows:].reshape(n_paths) * (1.0 - batch.terminated)
         return values, log_prob, final_values, distribution
 
     def _consistency(
