@@ -90,17 +90,6 @@ class UnifiedValue(ActorCriticPolicy):
         """
         return self.action_dist.proba_distribution(action_logits=logits), self.unified_value(logits)
 
-    def distribution_and_values(self, obs: PyTorchObs, n_actions: int) -> tuple[Distribution, th.Tensor]:
-        """
-        One pass of the action logits over ``obs`` (see :func:`distribution_and_values`).
-
-        :param obs: observations ``(n, ...)``
-        :param n_actions: the distribution covers the first ``n_actions`` rows
-        :return: the action distribution of those rows and the soft values of every row ``(n, 1)``
-        """
-        logits = self.action_logits(obs)  # type: ignore[attr-defined]
-        return self.action_dist.proba_distribution(action_logits=logits[:n_actions]), self.unified_value(logits)
-
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), "temperature": self.temperature}
 
@@ -141,6 +130,17 @@ class UnifiedPolicy(UnifiedValue):
     def predict_values(self, obs: PyTorchObs) -> th.Tensor:
         return self.unified_value(self.action_logits(obs))
 
+    def distribution_and_values(self, obs: PyTorchObs, n_actions: int) -> tuple[Distribution, th.Tensor]:
+        """
+        One pass of the action logits over ``obs`` (see :func:`distribution_and_values`).
+
+        :param obs: observations ``(n, ...)``
+        :param n_actions: the distribution covers the first ``n_actions`` rows
+        :return: the action distribution of those rows and the soft values of every row ``(n, 1)``
+        """
+        logits = self.action_logits(obs)
+        return self.action_dist.proba_distribution(action_logits=logits[:n_actions]), self.unified_value(logits)
+
 
 UnifiedMlpPolicy = UnifiedPolicy
 
@@ -151,18 +151,19 @@ def distribution_and_values(policy: ActorCriticPolicy, obs: th.Tensor, n_actions
     feature extractor: what ``policy.get_distribution(obs[:n_actions])`` and ``policy.predict_values(obs)`` compute, at
     the cost of one call.
 
-    :param policy: an actor-critic policy (a :class:`UnifiedValue` reads both from its action logits)
+    :param policy: an actor-critic policy (a :class:`UnifiedPolicy` reads both from its action logits)
     :param obs: observations ``(n, ...)``
     :param n_actions: rows of ``obs`` whose action distribution is needed (the first ones)
     :return: the distribution and the values ``(n, 1)``
     """
-    if isinstance(policy, UnifiedValue):
+    if isinstance(policy, UnifiedPolicy):
         return policy.distribution_and_values(obs, n_actions)
     features = policy.extract_features(obs)
     pi_features, vf_features = features if isinstance(features, tuple) else (features, features)
     latent_pi = policy.mlp_extractor.forward_actor(pi_features[:n_actions])
     values = policy.value_net(policy.mlp_extractor.forward_critic(vf_features))
     return policy._get_action_dist_from_latent(latent_pi), values
+
 
 __all__ = [
     "CnnPolicy",
