@@ -69,12 +69,16 @@ class GradientStep(PolicyStep):
 
     name = "gradient"
 
+    def setup(self, model: PCL) -> None:
+        super().setup(model)
+        self._parameters = list(model.policy.parameters())
+
     def step(self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float) -> dict[str, float]:
         policy = self.model.policy
         policy.optimizer.zero_grad()
         loss.backward()
         max_norm = self.model.max_grad_norm if self.model.max_grad_norm is not None else float("inf")
-        grad_norm = th.nn.utils.clip_grad_norm_(policy.parameters(), max_norm)
+        grad_norm = th.nn.utils.clip_grad_norm_(self._parameters, max_norm)
         policy.optimizer.step()
         return {"grad_norm": float(grad_norm)}
 

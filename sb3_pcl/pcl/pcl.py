@@ -15,7 +15,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
-from stable_baselines3.common.utils import FloatSchedule, explained_variance, polyak_update
+from stable_baselines3.common.utils import FloatSchedule, explained_variance
 
 from sb3_pcl.common.actions import NoiseControl, to_env_actions
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
@@ -274,6 +274,10 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
         self.policy_target.load_state_dict(self.policy.state_dict())
         self.policy_target.set_training_mode(False)
         self.policy_target.requires_grad_(False)
+        self._polyak_params: tuple[list[th.Tensor], list[th.Tensor]] = (
+            list(self.policy.parameters()),
+            list(self.policy_target.parameters()),
+        )
         self._value_fit, self._policy_step = self._build_parts()
         self._value_fit.setup(self)
         if not self._value_fit.joint:  # the policy's optimiser must then leave the value parameters alone
@@ -441,6 +445,14 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
             stats["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
         return stats
 
+    def _update_target(self) -> None:
+        """SB3's ``polyak_update`` (the same arithmetic) with ``tau = 1 - target_network_lag``, in two foreach ops."""
+        params, target_params = self._polyak_params
+        tau = 1.0 - self.target_network_lag
+        with th.no_grad():
+            th._foreach_mul_(target_params, 1 - tau)
+            th._foreach_add_(target_params, params, alpha=tau)
+
     def _before_training_iteration(self) -> None:
         """Hook run once per training iteration, before the gradient steps (Trust-PCL adapts lambda here)."""
 
@@ -451,13 +463,14 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
         :param gradient_steps: number of replay batches
         :param batch_size: segments per replay batch
         """
-        self.policy.set_training_mode(True)
+        if not self.policy.training:
+            self.policy.set_training_mode(True)
         learning_rate = self.lr_schedule(self._current_progress_remaining)  # a linear decay ends at 0
         check(is_real(learning_rate) and learning_rate >= 0, "learning_rate", learning_rate, "finite and >= 0 in its schedule")
         self._update_learning_rate([self.policy.optimizer])
         ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
         check(is_real(ent_coef) and ent_coef >= 0, "ent_coef", ent_coef, "a finite value >= 0 at every point of its schedule")
-        polyak_update(self.policy.parameters(), self.policy_target.parameters(), 1.0 - self.target_network_lag)
+        self._update_target()
         self._before_training_iteration()
         if isinstance(self.policy, UnifiedValue):  # V(s) = (ent_coef + lambda) * sum_k logsumexp(logits_k)
             self.policy.temperature = self.policy_target.temperature = ent_coef + self.relative_entropy_coef  # type: ignore[assignment]
@@ -580,7 +593,7 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
         self.replay_buffer = buffer
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "policy_target", "_value_fit", "_policy_step"]
+        return [*super()._excluded_save_params(), "policy_target", "_polyak_params", "_value_fit", "_policy_step"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts = ["policy", "policy.optimizer", "policy_target"]
