@@ -822,3 +822,13 @@ def test_distribution_and_values_is_one_pass_of_the_policy_heads(policy: str, en
         th.testing.assert_close(distribution.log_prob(actions), expected.log_prob(actions))
         th.testing.assert_close(values, model.policy.predict_values(obs))
     assert values.shape == (7, 1)
+
+
+def test_adam_runs_fused_unless_the_user_picks_an_implementation() -> None:
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0)
+    assert model.policy.optimizer.defaults["fused"] is True
+    assert model.policy.optimizer.defaults["eps"] == 1e-5  # SB3's default for Adam
+    model = PCL("MlpPolicy", "CartPole-v1", policy_kwargs={"optimizer_kwargs": {"foreach": True, "eps": 1e-3}}, seed=0)
+    assert model.policy.optimizer.defaults["foreach"] is True and not model.policy.optimizer.defaults["fused"]
+    model = PCL("MlpPolicy", "CartPole-v1", policy_kwargs={"optimizer_class": th.optim.SGD}, seed=0)
+    assert isinstance(model.policy.optimizer, th.optim.SGD)
