@@ -13,6 +13,9 @@ import importlib
 import time
 
 import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize, sync_envs_normalization
@@ -20,6 +23,46 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize, sync_env
 import sb3_pcl
 from sb3_pcl.common.hyperparams import load_hyperparams
 from sb3_pcl.envs import ALGORITHMIC_ENV_IDS, AlgorithmicVecEnv
+
+
+class ProgressLine(BaseCallback):
+    """
+    Print one line every ``interval`` seconds of training: steps, env steps per second and the mean return of the last
+    100 training episodes.
+
+    :param total_timesteps: the step budget
+    :param interval: seconds between two lines
+    """
+
+    def __init__(self, total_timesteps: int, interval: float = 5.0):
+        super().__init__()
+        self.total_timesteps, self.interval = total_timesteps, interval
+        self._start = self._last = 0.0
+
+    def _on_training_start(self) -> None:
+        self._start = self._last = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        now = time.perf_counter()
+        if now - self._last >= self.interval:
+            self._last = now
+            self.print_line(now)
+        return True
+
+    def _on_training_end(self) -> None:
+        self.print_line(time.perf_counter())
+
+    def print_line(self, now: float) -> None:
+        """Print the progress at time ``now`` (``time.perf_counter()``)."""
+        elapsed = max(now - self._start, 1e-9)
+        episodes = [float(info["r"]) for info in self.model.ep_info_buffer or []]
+        recent = f"{np.mean(episodes):.1f}" if episodes else "-"
+        steps = self.model.num_timesteps
+        print(
+            f"{elapsed:5.0f}s  steps {steps:>9,}/{self.total_timesteps:,}  {steps / elapsed:6.0f} steps/s  "
+            f"return (last {len(episodes)} episodes) {recent}",
+            flush=True,
+        )
 
 
 def main(argv: list[str] | None = None) -> float:
@@ -37,7 +80,14 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--save", default=None, help="save the trained model to this path")
     parser.add_argument("--verbose", type=int, default=0)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (default: 1, the fastest for small networks on CPU)"
+    )
+    parser.add_argument("--log-interval", type=float, default=5.0, help="seconds between progress lines (default: 5)")
     args = parser.parse_args(argv)
+    if args.threads < 1 or not args.log_interval > 0:
+        parser.error("--threads must be >= 1 and --log-interval > 0")
+    th.set_num_threads(args.threads)
 
     algo_class = sb3_pcl.ALGOS[args.algo]
     if args.env not in gym.registry:
@@ -62,10 +112,14 @@ def main(argv: list[str] | None = None) -> float:
         env = VecNormalize(env, gamma=hyperparams.get("gamma", 0.99), **entry.normalize)
     model = algo_class(env=env, seed=args.seed, verbose=args.verbose, **hyperparams)
     callbacks = [callback(**callback_kwargs) for callback, callback_kwargs in entry.callbacks]
-    print(f"Training {algo_class.__name__} on {args.env} for {steps} steps (seed {args.seed}) with {hyperparams}")
-    start = time.time()
-    model.learn(steps, callback=callbacks)
-    elapsed = time.time() - start
+    print(
+        f"Training {algo_class.__name__} on {args.env} for {steps} steps (seed {args.seed}, {args.threads} torch thread"
+        f"{'s' if args.threads > 1 else ''}) with {hyperparams}",
+        flush=True,
+    )
+    start = time.perf_counter()
+    model.learn(steps, callback=[*callbacks, ProgressLine(steps, args.log_interval)])
+    elapsed = time.perf_counter() - start
     eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 1000, env_kwargs=entry.env_kwargs)
     if entry.normalize is not None:
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
@@ -73,7 +127,7 @@ def main(argv: list[str] | None = None) -> float:
     result = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
     mean_return, std_return = float(result[0]), float(result[1])  # type: ignore[arg-type]
     print(f"Evaluation return over {args.eval_episodes} episodes: {mean_return:.1f} +/- {std_return:.1f}")
-    print(f"Training took {elapsed:.0f}s")
+    print(f"Training took {elapsed:.1f}s")
     if args.save:
         model.save(args.save)
         print(f"Saved to {args.save}")

@@ -1,5 +1,7 @@
 """Behaviour tests of the ``PCL`` algorithm as a Stable-Baselines3 ``OffPolicyAlgorithm``."""
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -832,3 +834,12 @@ def test_adam_runs_fused_unless_the_user_picks_an_implementation() -> None:
     assert model.policy.optimizer.defaults["foreach"] is True and not model.policy.optimizer.defaults["fused"]
     model = PCL("MlpPolicy", "CartPole-v1", policy_kwargs={"optimizer_class": th.optim.SGD}, seed=0)
     assert isinstance(model.policy.optimizer, th.optim.SGD)
+
+
+def test_learn_warns_when_learning_starts_is_not_below_the_budget() -> None:
+    model = PCL("MlpPolicy", "CartPole-v1", learning_starts=200, seed=0)
+    with pytest.warns(UserWarning, match="learning_starts=200 is not below the step budget"):
+        model.learn(100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model.learn(300, reset_num_timesteps=False)  # budget 100 + 300 = 400 > 200

@@ -27,7 +27,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import sb3_pcl
 from sb3_pcl.common.hyperparams import hyperparams_dir
 from sb3_pcl.zoo import CONVERTERS, SAMPLERS, default_conf_file, register_algorithms
-from sb3_pcl.zoo.train import with_default_conf_file
+from sb3_pcl.zoo.train import with_default_conf_file, with_default_threads
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_ID = "CartPole-v1"
@@ -288,3 +288,10 @@ def test_non_editable_install_uses_packaged_yaml(tmp_path: Path) -> None:
     enjoy = [str(venv / "bin" / "sb3-pcl-enjoy"), "--algo", "pcl", "--env", ENV_ID, "-f", "logs", "--no-render", "-n", "100"]
     result = subprocess.run(enjoy, cwd=elsewhere, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+
+
+def test_our_algorithms_train_on_one_torch_thread_unless_told_otherwise() -> None:
+    assert with_default_threads(["--algo", "pcl"]) == ["--algo", "pcl", "--num-threads", "1"]
+    assert with_default_threads(["--algo", "pcl", "--num-threads", "4"]) == ["--algo", "pcl", "--num-threads", "4"]
+    assert with_default_threads(["--algo=trust_pcl", "--num-threads=-1"]) == ["--algo=trust_pcl", "--num-threads=-1"]
+    assert with_default_threads(["--algo", "ppo"]) == ["--algo", "ppo"]  # rl-zoo3's algorithms keep its default

@@ -4,6 +4,7 @@ import copy
 import io
 import os
 import pathlib
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -547,7 +548,17 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
             self._steps_since_train = 0
         if tb_log_name == "run":  # SB3's default: name the TensorBoard runs after the class instead (PCL_1, ...)
             tb_log_name = type(self).__name__
-        return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        total_timesteps, callback = super()._setup_learn(
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
+        )
+        if self.learning_starts >= total_timesteps:
+            warnings.warn(
+                f"learning_starts={self.learning_starts} is not below the step budget ({total_timesteps} steps): "
+                "this call of learn() only collects random-action steps and never trains. Lower learning_starts or "
+                "train for more steps.",
+                stacklevel=3,
+            )
+        return total_timesteps, callback
 
     # ------------------------------------------------------------------ demonstrations
     def add_demonstrations(self, episodes: Sequence[Mapping[str, Any]] | str | os.PathLike[str]) -> int:

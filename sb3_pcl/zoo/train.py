@@ -26,12 +26,13 @@ def _peek_arguments(argv: Sequence[str]) -> argparse.Namespace:
     rl-zoo3 reads.
 
     :param argv: the command-line arguments
-    :return: ``algo``, ``conf_file`` and ``optimize``
+    :return: ``algo``, ``conf_file``, ``optimize`` and ``num_threads``
     """
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--algo", default="ppo")
     parser.add_argument("-conf", "--conf-file", default=None)
     parser.add_argument("-optimize", "--optimize-hyperparameters", dest="optimize", action="store_true")
+    parser.add_argument("--num-threads", type=int, default=None)
     known, _ = parser.parse_known_args(list(argv))
     return known
 
@@ -58,13 +59,29 @@ def with_default_conf_file(argv: Sequence[str]) -> list[str]:
     return [*args, "--conf-file", str(conf_file)]
 
 
+def with_default_threads(argv: Sequence[str]) -> list[str]:
+    """
+    Add ``--num-threads 1`` for our algorithms when no thread count is given: their networks are small, and on CPU
+    one torch thread trains them fastest (``benchmarks/results/speed``); rl-zoo3's default keeps torch's own count.
+
+    :param argv: rl-zoo3 ``train`` arguments
+    :return: the arguments to pass on (unchanged for rl-zoo3's algorithms or an explicit ``--num-threads``)
+    """
+    args = list(argv)
+    known = _peek_arguments(args)
+    if known.algo not in sb3_pcl.ALGOS or known.num_threads is not None:
+        return args
+    return [*args, "--num-threads", "1"]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """
     Register our algorithms, then run rl-zoo3's ``train`` (training or ``--optimize`` search).
 
     :param argv: command-line arguments (default: ``sys.argv[1:]``)
     """
-    run_zoo_command(rl_zoo3.train.train, with_default_conf_file(sys.argv[1:] if argv is None else argv))
+    args = with_default_conf_file(sys.argv[1:] if argv is None else argv)
+    run_zoo_command(rl_zoo3.train.train, with_default_threads(args))
 
 
 if __name__ == "__main__":
