@@ -1,0 +1,953 @@
+"""
+Aggregate metrics of a benchmark suite with `rliable <https://github.com/google-research/rliable>`_.
+
+``python -m benchmarks.aggregate benchmarks/results/classic`` (or ``--all``) reads the suite's ``evaluations.csv``
+(and ``run_metadata.json`` when present), normalises every run's returns per env with the suite's entry of
+:data:`NORMALISATION`, and writes into the suite folder:
+
+* ``aggregate.md``: per algorithm the IQM, mean, median and optimality gap of the normalised final scores, each with
+  a 95% stratified-bootstrap confidence interval (``rliable.library.get_interval_estimates``), the normalisation
+  used and the runs behind the numbers;
+* ``performance_profile.png``: rliable's performance profile (fraction of runs with a normalised final score above
+  tau) with its confidence bands;
+* ``sample_efficiency.png``: the IQM of the normalised score against env steps, with confidence bands.
+
+A run's final score is its last evaluation. rliable needs a complete ``seeds x tasks`` matrix per algorithm: only the
+algorithms run on every env of the suite are aggregated, each with the seeds it has on every env (seed counts may
+differ between algorithms); what is left out is listed in ``aggregate.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import importlib.metadata
+import inspect
+import json
+import math
+import shlex
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+EVALUATIONS_FILENAME = "evaluations.csv"
+RUN_METADATA_FILENAME = "run_metadata.json"
+AGGREGATE_FILENAME = "aggregate.md"
+PROFILE_FILENAME = "performance_profile.png"
+SAMPLE_EFFICIENCY_FILENAME = "sample_efficiency.png"
+OUTPUT_FILENAMES = (AGGREGATE_FILENAME, PROFILE_FILENAME, SAMPLE_EFFICIENCY_FILENAME)
+
+#: Columns of ``evaluations.csv`` this module reads (the harness writes more).
+REQUIRED_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return")
+#: Names of the aggregate metrics, in the order of the table of ``aggregate.md``.
+METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality gap")
+#: A ``random`` entry of :data:`NORMALISATION` that is measured instead of given: the mean over every run of the env in
+#: ``evaluations.csv`` of its evaluation at step 0 (the untrained policy's return).
+STEP0 = "step0"
+
+DEFAULT_REPS = 50_000
+DEFAULT_PROFILE_REPS = 2_000
+DEFAULT_SEED = 0
+DEFAULT_POINTS = 21
+CONFIDENCE = 0.95
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteNormalisation:
+    """
+    How the returns of one suite become normalised scores: ``score = (return - random) / (reference - random)``.
+
+    :param envs: Per env id, ``(random, reference)``: ``random`` a return or :data:`STEP0`, ``reference`` a return.
+    :param random_source: What ``random`` is, in words (written to ``aggregate.md``).
+    :param reference_source: What ``reference`` is and where its numbers come from (written to ``aggregate.md``).
+    :param notes: What to keep in mind when reading the suite's aggregate (written to ``aggregate.md``).
+    """
+
+    envs: Mapping[str, tuple[float | str, float]]
+    random_source: str
+    reference_source: str
+    notes: str = ""
+
+
+#: The normalisation of each committed suite, by the name of its folder under ``benchmarks/results``. A score of 0 is
+#: the ``random`` return and 1 the ``reference`` return; scores above 1 and below 0 are kept as they are.
+#:
+#: * ``classic``: ``random`` is the worst return an episode can have at the time limit where the task bounds it
+#:   (CartPole-v1: 0, every step earns +1; Acrobot-v1: -500, the goal never reached in 500 steps) and the untrained
+#:   policy's return for Pendulum-v1, whose worst return (about -3250) no policy comes near; ``reference`` is the env's
+#:   ``reward_threshold`` (CartPole-v1 475, Acrobot-v1 -100) and, for Pendulum-v1, which has none, -250, the threshold
+#:   the suite's ``results.md`` uses (its ``config.json``).
+#: * ``mujoco``: ``random`` is the untrained policy's return (step-0 evaluations); ``reference`` is the final return of
+#:   rl-zoo3's published TRPO agents (``benchmark.md`` of DLR-RM/rl-baselines3-zoo, ``trpo`` rows: 1M steps, one
+#:   trained agent per env, deterministic evaluation), measured on the v3 envs. Our runs use the v5 envs, whose rewards
+#:   are close but not identical; 1 means "as good as the zoo's TRPO agent".
+#: * ``algorithmic``: ``random`` is 0 (no correct symbol written; a wrong write earns -0.5 and ends the episode) and
+#:   ``reference`` the env's ``reward_threshold`` (gym's criterion for solving the task, on the training return).
+NORMALISATION: dict[str, SuiteNormalisation] = {
+    "classic": SuiteNormalisation(
+        envs={"CartPole-v1": (0.0, 475.0), "Acrobot-v1": (-500.0, -100.0), "Pendulum-v1": (STEP0, -250.0)},
+        random_source=(
+            "the worst return an episode can have at the time limit where the task bounds it (CartPole-v1: 0; "
+            "Acrobot-v1: -500, the goal never reached), the untrained policy's return (mean of the step-0 evaluations "
+            "of every run of the env) for Pendulum-v1"
+        ),
+        reference_source=(
+            "the env's `reward_threshold` (CartPole-v1, Acrobot-v1); Pendulum-v1 has none: -250, the threshold of the "
+            "suite's `results.md` (`config.json`)"
+        ),
+    ),
+    "mujoco": SuiteNormalisation(
+        envs={
+            "HalfCheetah-v5": (STEP0, 1785.476),
+            "Hopper-v5": (STEP0, 3618.386),
+            "Walker2d-v5": (STEP0, 4933.148),
+            "Ant-v5": (STEP0, 4982.301),
+            "Swimmer-v5": (STEP0, 365.663),
+        },
+        random_source=(
+            "the untrained policy's return: mean of the step-0 evaluations of every run of the env in `evaluations.csv`"
+        ),
+        reference_source=(
+            "rl-zoo3's published TRPO agents: `benchmark.md` of DLR-RM/rl-baselines3-zoo, `trpo` rows (1M steps, one "
+            "trained agent per env, deterministic evaluation), measured on the v3 envs (our runs: v5, whose rewards are "
+            "close but not identical); 1 means as good as the zoo's TRPO agent"
+        ),
+        notes=(
+            "The reference is one published agent per env, not a bound: runs may score well above 1 where it is weak "
+            "(HalfCheetah), and below 0 where the untrained policy's return is high (Ant-v5: an untrained policy that "
+            "stays healthy for its 1000 steps earns the healthy reward)."
+        ),
+    ),
+    "algorithmic": SuiteNormalisation(
+        envs={
+            "sb3_pcl/Copy-v0": (0.0, 25.0),
+            "sb3_pcl/DuplicatedInput-v0": (0.0, 9.0),
+            "sb3_pcl/RepeatCopy-v0": (0.0, 75.0),
+            "sb3_pcl/Reverse-v0": (0.0, 25.0),
+            "sb3_pcl/ReversedAddition-v0": (0.0, 25.0),
+            "sb3_pcl/ReversedAddition3-v0": (0.0, 25.0),
+        },
+        random_source="0: no correct symbol written (a wrong write earns -0.5 and ends the episode)",
+        reference_source="the env's `reward_threshold` (gym's criterion for solving the task, on the training return)",
+        notes=(
+            "The return is the mean of the last 100 training episodes (gym's criterion), not a deterministic "
+            "evaluation, and it depends on the curriculum length the run has reached. Runs stop at the first "
+            "evaluation reaching the threshold, so a solved run's final score is its score there (1 or more) however "
+            "early it solved the task, and the algorithms had different budgets (*Runs used*): the final "
+            "scores compare each algorithm at its own budget; the sample-efficiency plot compares them at equal steps."
+        ),
+    ),
+}
+
+
+@dataclasses.dataclass
+class Selection:
+    """
+    The runs an aggregate uses.
+
+    :param envs: The suite's envs (the tasks), in table order.
+    :param seeds: Per aggregated algorithm, the seeds it has on every env.
+    :param excluded: Per algorithm left out, the envs it was not run on.
+    :param dropped: Per ``(algorithm, env)``, the seeds left out because the algorithm lacks them on another env.
+    """
+
+    envs: list[str]
+    seeds: dict[str, list[int]]
+    excluded: dict[str, list[str]]
+    dropped: dict[tuple[str, str], list[int]]
+
+
+@dataclasses.dataclass
+class Aggregate:
+    """
+    Everything ``aggregate.md`` and the two plots show.
+
+    :param suite: The suite's name (its key in :data:`NORMALISATION`).
+    :param references: Per env, the ``(random, reference)`` returns used.
+    :param selection: The runs used.
+    :param scores: Per algorithm, the normalised final scores, ``seeds x envs``.
+    :param points: Per algorithm, the point estimates of :data:`METRIC_NAMES`.
+    :param intervals: Per algorithm, ``2 x len(METRIC_NAMES)``: lower and upper bounds of the confidence intervals.
+    :param budgets: Per algorithm and env, the step budgets of its runs.
+    :param curves: Per algorithm, ``(steps, scores)`` with scores ``seeds x envs x steps`` (sample efficiency).
+    """
+
+    suite: str
+    references: dict[str, tuple[float, float]]
+    selection: Selection
+    scores: dict[str, np.ndarray]
+    points: dict[str, np.ndarray]
+    intervals: dict[str, np.ndarray]
+    budgets: dict[str, dict[str, list[int]]]
+    curves: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+@contextlib.contextmanager
+def _seeded_global_numpy(seed: int) -> Iterator[None]:
+    """
+    Seed NumPy's global generator for the block and restore its state afterwards: rliable's stratified bootstrap
+    draws its resampling indices from ``np.random`` whatever ``random_state`` it is given.
+    """
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+@contextlib.contextmanager
+def _pandas_deprecate_kwarg_compat() -> Iterator[None]:
+    """
+    Let ``arch`` < 8 (rliable requires ``arch<8.0``) import under pandas >= 3: pandas 3 added a leading warning class
+    argument to ``pandas.util._decorators.deprecate_kwarg``, which ``arch.univariate`` calls the old way at import time.
+    For the block, calls of the old form (a string first) get ``FutureWarning`` put in front; others pass unchanged.
+    """
+    try:
+        from pandas.util import _decorators
+    except ImportError:  # pragma: no cover - a pandas without the private module
+        yield
+        return
+    original = getattr(_decorators, "deprecate_kwarg", None)
+    if original is None or next(iter(inspect.signature(original).parameters), None) != "klass":
+        yield  # pandas < 3: nothing to adapt
+        return
+
+    def deprecate_kwarg(*args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], str) and "klass" not in kwargs:
+            return original(FutureWarning, *args, **kwargs)
+        return original(*args, **kwargs)
+
+    _decorators.deprecate_kwarg = deprecate_kwarg  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _decorators.deprecate_kwarg = original  # type: ignore[assignment]
+
+
+def import_rliable() -> tuple[ModuleType, ModuleType]:
+    """
+    :return: ``rliable.library`` and ``rliable.metrics``
+    :raises ImportError: rliable is not installed
+    """
+    try:
+        with _pandas_deprecate_kwarg_compat():
+            from rliable import library, metrics
+    except ImportError as error:
+        raise ImportError(
+            f"benchmarks.aggregate needs rliable: pip install -e '.[bench]' (or pip install rliable) ({error})"
+        ) from error
+    return library, metrics
+
+
+def suite_folder_name(folder: str | Path) -> str:
+    """:return: The suite name of a results folder: its folder name."""
+    return Path(folder).resolve().name
+
+
+def get_normalisation(suite: str) -> SuiteNormalisation:
+    """
+    :param suite: A key of :data:`NORMALISATION`.
+    :return: Its normalisation
+    :raises ValueError: Unknown suite
+    """
+    if suite not in NORMALISATION:
+        raise ValueError(
+            f"No normalisation reference for suite {suite!r}: known suites are {sorted(NORMALISATION)} "
+            "(benchmarks.aggregate.NORMALISATION; pass --suite NAME for a folder named otherwise)"
+        )
+    return NORMALISATION[suite]
+
+
+def load_evaluations(path: str | Path) -> pd.DataFrame:
+    """
+    Read and check an ``evaluations.csv``.
+
+    Rows at step 0 without a return (the training-return metric has no finished episode yet) are dropped; any other
+    missing or non-finite return is an error.
+
+    :param path: The CSV file.
+    :return: The evaluations, sorted by algorithm, env, seed and step
+    :raises FileNotFoundError: No such file
+    :raises ValueError: Missing columns, no rows, non-integer seeds or steps, duplicated or non-finite evaluations
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: a suite folder holds the {EVALUATIONS_FILENAME} of benchmarks.run")
+    frame = pd.read_csv(path)
+    missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{path} lacks the column(s) {missing} (needs {list(REQUIRED_COLUMNS)})")
+    if frame.empty:
+        raise ValueError(f"{path} has no evaluations")
+    frame = frame[list(REQUIRED_COLUMNS)].copy()
+    if frame[["algo", "env"]].isna().any().any():
+        raise ValueError(f"{path} has rows without an algo or env")
+    frame["algo"] = frame["algo"].astype(str)
+    frame["env"] = frame["env"].astype(str)
+    for column in ("seed", "timesteps"):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        if values.isna().any() or not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+            raise ValueError(f"{path}: column {column!r} must hold integers")
+        frame[column] = values.astype(np.int64)
+    if (frame["timesteps"] < 0).any():
+        raise ValueError(f"{path}: negative timesteps")
+    frame["mean_return"] = pd.to_numeric(frame["mean_return"], errors="coerce").astype(float)
+    keys = ["algo", "env", "seed", "timesteps"]
+    duplicated = frame.duplicated(keys, keep=False)
+    if duplicated.any():
+        row = frame[duplicated].iloc[0]
+        raise ValueError(
+            f"{path}: several evaluations of {row['algo']} on {row['env']}, seed {row['seed']}, step {row['timesteps']}"
+        )
+    bad = ~np.isfinite(frame["mean_return"].to_numpy())
+    untrained = bad & (frame["timesteps"] == 0).to_numpy()
+    if (bad & ~untrained).any():
+        row = frame[bad & ~untrained].iloc[0]
+        raise ValueError(
+            f"{path}: return {row['mean_return']} (NaN or infinite) for {row['algo']} on {row['env']}, "
+            f"seed {row['seed']}, step {row['timesteps']}; only step-0 rows may lack a return"
+        )
+    frame = frame[~untrained]
+    if frame.empty:
+        raise ValueError(f"{path} has no evaluation with a return")
+    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """
+    :param folder: A suite folder.
+    :return: Its ``run_metadata.json`` by ``(algo, env, seed)`` (empty when the file is absent)
+    """
+    path = Path(folder) / RUN_METADATA_FILENAME
+    if not path.is_file():
+        return {}
+    records = json.loads(path.read_text())
+    if not isinstance(records, dict):
+        raise ValueError(f"{path} must map run names to records")
+    return {
+        (str(meta["algo"]), str(meta["env"]), int(meta["seed"])): meta
+        for meta in records.values()
+        if isinstance(meta, dict) and {"algo", "env", "seed"} <= meta.keys()
+    }
+
+
+def resolve_references(frame: pd.DataFrame, normalisation: SuiteNormalisation) -> dict[str, tuple[float, float]]:
+    """
+    :param frame: Evaluations (:func:`load_evaluations`).
+    :param normalisation: The suite's normalisation.
+    :return: Per env of ``frame``, its ``(random, reference)`` returns, :data:`STEP0` measured
+    :raises ValueError: An env without an entry, a :data:`STEP0` env without step-0 evaluations, a reference equal to
+        its random return, a non-finite entry
+    """
+    references = {}
+    for env in sorted(frame["env"].unique()):
+        if env not in normalisation.envs:
+            raise ValueError(
+                f"No normalisation reference for env {env!r}: the suite's entry of benchmarks.aggregate.NORMALISATION "
+                f"covers {sorted(normalisation.envs)}"
+            )
+        random, reference = normalisation.envs[env]
+        if isinstance(random, str):
+            if random != STEP0:
+                raise ValueError(f"Random return {random!r} of {env}: a number or {STEP0!r}")
+            initial = frame[(frame["env"] == env) & (frame["timesteps"] == 0)]["mean_return"]
+            if initial.empty:
+                raise ValueError(
+                    f"The random return of {env} is its step-0 evaluation, and no run of it has one "
+                    "(runs made with --no-initial-eval): give a number in NORMALISATION"
+                )
+            random = float(initial.mean())
+        random, reference = float(random), float(reference)
+        if not (math.isfinite(random) and math.isfinite(reference)):
+            raise ValueError(f"Normalisation of {env}: random {random} and reference {reference} must be finite")
+        if reference == random:
+            raise ValueError(f"Normalisation of {env}: the reference return equals the random return ({random})")
+        references[env] = (random, reference)
+    return references
+
+
+def normalise(returns: npt.ArrayLike, random: float, reference: float) -> np.ndarray:
+    """:return: ``(returns - random) / (reference - random)``"""
+    return (np.asarray(returns, dtype=float) - random) / (reference - random)
+
+
+def select_runs(frame: pd.DataFrame, env_order: Sequence[str] | None = None) -> Selection:
+    """
+    Keep the algorithms run on every env of ``frame``, each with the seeds it has on all of them.
+
+    :param frame: Evaluations.
+    :param env_order: Preferred order of the envs (the others follow, sorted).
+    :return: The selection
+    :raises ValueError: No algorithm was run on every env, or none has a seed on all of them
+    """
+    present = set(frame["env"].unique())
+    envs = [env for env in (env_order or []) if env in present] + sorted(present - set(env_order or []))
+    seeds: dict[str, list[int]] = {}
+    excluded: dict[str, list[str]] = {}
+    dropped: dict[tuple[str, str], list[int]] = {}
+    for algo, runs in frame.groupby("algo", sort=True):
+        per_env = {env: set(group["seed"].unique().tolist()) for env, group in runs.groupby("env")}
+        missing = [env for env in envs if env not in per_env]
+        if missing:
+            excluded[str(algo)] = missing
+            continue
+        common = sorted(set.intersection(*per_env.values()))
+        if not common:
+            excluded[str(algo)] = []
+            continue
+        seeds[str(algo)] = [int(seed) for seed in common]
+        for env in envs:
+            extra = sorted(per_env[env] - set(common))
+            if extra:
+                dropped[(str(algo), env)] = [int(seed) for seed in extra]
+    if not seeds:
+        raise ValueError(
+            f"No algorithm has runs on every env ({envs}) with a seed in common: nothing to aggregate "
+            f"(per algorithm, the envs missing: {excluded})"
+        )
+    return Selection(envs=envs, seeds=seeds, excluded=excluded, dropped=dropped)
+
+
+def final_scores(
+    frame: pd.DataFrame, selection: Selection, references: Mapping[str, tuple[float, float]]
+) -> dict[str, np.ndarray]:
+    """
+    :return: Per selected algorithm, the normalised last evaluation of each run, ``seeds x envs``
+    """
+    last = frame.groupby(["algo", "env", "seed"], sort=False)["mean_return"].last()
+    scores = {}
+    for algo, seeds in selection.seeds.items():
+        matrix = np.empty((len(seeds), len(selection.envs)))
+        for j, env in enumerate(selection.envs):
+            random, reference = references[env]
+            matrix[:, j] = normalise([last[(algo, env, seed)] for seed in seeds], random, reference)
+        scores[algo] = matrix
+    return scores
+
+
+def _run_end(meta: Mapping[str, Any] | None, last_step: int) -> int:
+    """A run's last step with a score: its budget if it stopped early at the threshold, else its last evaluation."""
+    if meta and meta.get("stopped_at_threshold") and meta.get("steps"):
+        return max(int(meta["steps"]), last_step)
+    return last_step
+
+
+def score_curves(
+    frame: pd.DataFrame,
+    selection: Selection,
+    references: Mapping[str, tuple[float, float]],
+    metadata: Mapping[tuple[str, str, int], Mapping[str, Any]] | None = None,
+    n_points: int = DEFAULT_POINTS,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """
+    Normalised scores of every selected run at common step points.
+
+    Per algorithm the points are ``n_points`` evenly spaced steps from 0 to its horizon, the shortest run it has (a run
+    stopped at the threshold counts to its budget and keeps its last value). Each evaluation is placed on the multiple
+    of its run's ``eval_freq`` (``run_metadata.json``) it was taken for, as in the learning-curve plots, and a run's
+    score at a point is its latest evaluation at or before it. Points before some run's first evaluation with a return
+    are left out (step 0 of the training-return metric).
+
+    :return: Per algorithm ``(steps, scores)``, scores ``seeds x envs x steps``
+    """
+    if n_points < 2:
+        raise ValueError(f"n_points must be at least 2, not {n_points}")
+    metadata = metadata or {}
+    curves = {}
+    for algo, seeds in selection.seeds.items():
+        runs = {}
+        for env in selection.envs:
+            for seed in seeds:
+                run = frame[(frame["algo"] == algo) & (frame["env"] == env) & (frame["seed"] == seed)]
+                meta = metadata.get((algo, env, seed))
+                steps = run["timesteps"].to_numpy()
+                freq = int(meta["eval_freq"]) if meta and meta.get("eval_freq") else 0
+                if freq > 0:
+                    steps = steps // freq * freq
+                runs[(env, seed)] = (steps, run["mean_return"].to_numpy(), _run_end(meta, int(steps.max())))
+        horizon = min(end for _, _, end in runs.values())
+        grid = np.unique(np.linspace(0, horizon, n_points).round().astype(np.int64))
+        values = np.full((len(seeds), len(selection.envs), len(grid)), np.nan)
+        for j, env in enumerate(selection.envs):
+            random, reference = references[env]
+            for i, seed in enumerate(seeds):
+                steps, returns, _ = runs[(env, seed)]
+                index = np.searchsorted(steps, grid, side="right") - 1
+                valid = index >= 0
+                values[i, j, valid] = normalise(returns[index[valid]], random, reference)
+        keep = ~np.isnan(values).any(axis=(0, 1))
+        if not keep.any():
+            raise ValueError(f"{algo}: no step point where every run has an evaluation")
+        curves[algo] = (grid[keep], values[:, :, keep])
+    return curves
+
+
+def metric_functions(metrics: ModuleType) -> Callable[[np.ndarray], np.ndarray]:
+    """:return: The function of a ``runs x tasks`` matrix giving :data:`METRIC_NAMES` (rliable's aggregates)."""
+
+    def aggregates(scores: np.ndarray) -> np.ndarray:
+        return np.array(
+            [
+                metrics.aggregate_iqm(scores),
+                metrics.aggregate_mean(scores),
+                metrics.aggregate_median(scores),
+                metrics.aggregate_optimality_gap(scores),
+            ]
+        )
+
+    return aggregates
+
+
+def interval_estimates(
+    scores: Mapping[str, np.ndarray], reps: int = DEFAULT_REPS, seed: int = DEFAULT_SEED
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """
+    IQM, mean, median and optimality gap of each algorithm's scores with 95% stratified-bootstrap confidence intervals.
+
+    :param scores: Per algorithm, ``runs x tasks``.
+    :param reps: Bootstrap resamples.
+    :param seed: Seed of the resampling.
+    :return: Point estimates (per algorithm, one per metric) and intervals (per algorithm, ``2 x metrics``)
+    """
+    library, metrics = import_rliable()
+    if reps < 1:
+        raise ValueError(f"reps must be positive, not {reps}")
+    with _seeded_global_numpy(seed), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        points, intervals = library.get_interval_estimates(
+            dict(scores), metric_functions(metrics), reps=reps, confidence_interval_size=CONFIDENCE
+        )
+    return {k: np.asarray(v, dtype=float) for k, v in points.items()}, {
+        k: np.asarray(v, dtype=float) for k, v in intervals.items()
+    }
+
+
+def aggregate_suite(
+    folder: str | Path,
+    suite: str | None = None,
+    normalisation: SuiteNormalisation | None = None,
+    reps: int = DEFAULT_REPS,
+    seed: int = DEFAULT_SEED,
+    n_points: int = DEFAULT_POINTS,
+) -> Aggregate:
+    """
+    Compute the aggregate of a suite folder (nothing is written).
+
+    :param folder: The suite folder (``evaluations.csv``, optionally ``run_metadata.json``).
+    :param suite: Its name in :data:`NORMALISATION` (default: the folder's name).
+    :param normalisation: Use this normalisation instead of the suite's entry.
+    :param reps: Bootstrap resamples of the final-score intervals.
+    :param seed: Seed of the bootstrap.
+    :param n_points: Step points of the sample-efficiency curves.
+    :return: The aggregate
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"Suite folder {folder} not found")
+    suite = suite or suite_folder_name(folder)
+    if normalisation is None:
+        normalisation = get_normalisation(suite)
+    frame = load_evaluations(folder / EVALUATIONS_FILENAME)
+    references = resolve_references(frame, normalisation)
+    metadata = load_run_metadata(folder)
+    selection = select_runs(frame, env_order=list(normalisation.envs))
+    scores = final_scores(frame, selection, references)
+    points, intervals = interval_estimates(scores, reps=reps, seed=seed)
+    last_steps = frame.groupby(["algo", "env", "seed"])["timesteps"].max()
+    budgets: dict[str, dict[str, list[int]]] = {}
+    for algo, seeds in selection.seeds.items():
+        budgets[algo] = {}
+        for env in selection.envs:
+            values = set()
+            for s in seeds:
+                meta = metadata.get((algo, env, s))
+                values.add(int(meta["steps"]) if meta and meta.get("steps") else int(last_steps[(algo, env, s)]))
+            budgets[algo][env] = sorted(values)
+    curves = score_curves(frame, selection, references, metadata, n_points=n_points)
+    return Aggregate(
+        suite=suite,
+        references=references,
+        selection=selection,
+        scores=scores,
+        points=points,
+        intervals=intervals,
+        budgets=budgets,
+        curves=curves,
+    )
+
+
+def _fmt(value: float) -> str:
+    """Three significant decimals, at least two."""
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.2f}" if abs(value) >= 10 else f"{value:.3f}"
+
+
+def _steps(value: float) -> str:
+    """100000 -> '100k', 1500000 -> '1.5M'."""
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:g}M"
+    if value >= 1_000:
+        return f"{value / 1_000:g}k"
+    return f"{value:g}"
+
+
+def _seed_list(seeds: Sequence[int]) -> str:
+    return " ".join(str(seed) for seed in seeds)
+
+
+def _color_map(algos: Sequence[str]) -> dict[str, Any]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return {algo: cmap(i % 10) for i, algo in enumerate(algos)}
+
+
+def plot_performance_profile(
+    aggregate: Aggregate, path: str | Path, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
+) -> np.ndarray:
+    """
+    Write rliable's performance profile of the final scores (score distributions over all runs, with CIs).
+
+    :return: The thresholds tau of the profile
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    library, _ = import_rliable()
+    all_scores = np.concatenate([scores.ravel() for scores in aggregate.scores.values()])
+    low = min(0.0, float(np.floor(all_scores.min() * 10) / 10))
+    high = max(1.0, float(np.ceil(all_scores.max() * 10) / 10))
+    taus = np.linspace(low, high, 101)
+    with _seeded_global_numpy(seed), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        profiles, profile_cis = library.create_performance_profile(
+            dict(aggregate.scores), taus, reps=reps, confidence_interval_size=CONFIDENCE
+        )
+    colors = _color_map(list(aggregate.scores))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for algo in aggregate.scores:
+        ax.plot(taus, profiles[algo], color=colors[algo], linewidth=2, label=f"{algo} ({aggregate.scores[algo].size} runs)")
+        lower, upper = profile_cis[algo]
+        ax.fill_between(taus, lower, upper, color=colors[algo], alpha=0.2, linewidth=0)
+    ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_xlabel(r"normalised final score $\tau$ (1 = reference)")
+    ax.set_ylabel(r"fraction of runs with score > $\tau$")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(f"{aggregate.suite}: performance profile ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return taus
+
+
+def sample_efficiency_estimates(
+    aggregate: Aggregate, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """
+    :return: Per algorithm ``(steps, IQM, 2 x steps interval)`` of its sample-efficiency curve
+    """
+    library, metrics = import_rliable()
+    estimates = {}
+    for algo, (steps, scores) in aggregate.curves.items():
+
+        def iqm_per_step(values: np.ndarray) -> np.ndarray:
+            return np.array([metrics.aggregate_iqm(values[..., k]) for k in range(values.shape[-1])])
+
+        with _seeded_global_numpy(seed), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            points, intervals = library.get_interval_estimates(
+                {algo: scores}, iqm_per_step, reps=reps, confidence_interval_size=CONFIDENCE
+            )
+        estimates[algo] = (steps, np.asarray(points[algo], dtype=float), np.asarray(intervals[algo], dtype=float))
+    return estimates
+
+
+def plot_sample_efficiency(
+    aggregate: Aggregate,
+    path: str | Path,
+    reps: int = DEFAULT_PROFILE_REPS,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """
+    Write the IQM of the normalised score against env steps per algorithm, with its 95% stratified-bootstrap band.
+    The x axis is logarithmic (step 0 not shown) when the algorithms' horizons differ more than tenfold.
+
+    :return: The curves (:func:`sample_efficiency_estimates`)
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    estimates = sample_efficiency_estimates(aggregate, reps=reps, seed=seed)
+    colors = _color_map(list(aggregate.scores))
+    horizons = [int(steps.max()) for steps, _, _ in estimates.values()]
+    log_x = max(horizons) > 10 * max(min(horizons), 1)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for algo, (steps, iqm, interval) in estimates.items():
+        shown = steps > 0 if log_x else np.ones_like(steps, dtype=bool)
+        n_runs = aggregate.curves[algo][1].shape[0] * aggregate.curves[algo][1].shape[1]
+        ax.plot(
+            steps[shown],
+            iqm[shown],
+            color=colors[algo],
+            marker="." if shown.sum() < 30 else None,
+            label=f"{algo} ({n_runs} runs)",
+        )
+        ax.fill_between(steps[shown], interval[0][shown], interval[1][shown], color=colors[algo], alpha=0.2, linewidth=0)
+    if log_x:
+        ax.set_xscale("log")
+    ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("IQM normalised score\n(1 = reference)")
+    ax.set_title(f"{aggregate.suite}: sample efficiency ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return estimates
+
+
+def _display_folder(folder: Path) -> str:
+    resolved = folder.resolve()
+    try:
+        return resolved.relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return str(folder)
+
+
+def regenerate_command(folder: Path, suite: str | None, reps: int, profile_reps: int, seed: int, n_points: int) -> str:
+    """:return: The command line that regenerates a suite's aggregate with these settings."""
+    parts = ["python", "-m", "benchmarks.aggregate", _display_folder(folder)]
+    if suite is not None and suite != suite_folder_name(folder):
+        parts += ["--suite", suite]
+    for option, value, default in (
+        ("--reps", reps, DEFAULT_REPS),
+        ("--profile-reps", profile_reps, DEFAULT_PROFILE_REPS),
+        ("--seed", seed, DEFAULT_SEED),
+        ("--points", n_points, DEFAULT_POINTS),
+    ):
+        if value != default:
+            parts += [option, str(value)]
+    return shlex.join(parts)
+
+
+def render_markdown(
+    aggregate: Aggregate,
+    normalisation: SuiteNormalisation,
+    command: str,
+    reps: int,
+    profile_reps: int,
+    seed: int,
+    date: str,
+) -> str:
+    """:return: The text of ``aggregate.md``."""
+    sel = aggregate.selection
+    try:
+        version = importlib.metadata.version("rliable")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+        version = "?"
+    lines = [
+        f"# Aggregate metrics: `{aggregate.suite}`",
+        "",
+        f"Generated {date} by `{command}` (rliable {version}) from this folder's `{EVALUATIONS_FILENAME}`.",
+        "",
+        "Normalised score = (return - random) / (reference - random): 0 is the random return, 1 the reference. A run's "
+        "final score is its last evaluation. Over all runs (seeds x envs) of an algorithm: **IQM**, the mean of the "
+        "middle 50% of the scores; **mean**; **median** of the per-env mean scores; **optimality gap**, the mean "
+        "shortfall below 1 (scores above 1 count as 1; lower is better). Brackets: 95% confidence intervals, "
+        f"percentile stratified bootstrap over the seeds of each env (`rliable.library.get_interval_estimates`), {reps} "
+        f"bootstrap resamples, NumPy seed {seed}. With few seeds per env the intervals are wide and lean on those seeds.",
+        "",
+        *([normalisation.notes, ""] if normalisation.notes else []),
+        "## Final normalised scores",
+        "",
+        "| Algorithm | Runs (seeds x envs) | IQM | Mean | Median | Optimality gap |",
+        "|---|---|---|---|---|---|",
+    ]
+    for algo in sel.seeds:
+        point, interval = aggregate.points[algo], aggregate.intervals[algo]
+        cells = [f"{_fmt(point[k])} [{_fmt(interval[0][k])}, {_fmt(interval[1][k])}]" for k in range(len(METRIC_NAMES))]
+        n_seeds, n_envs = aggregate.scores[algo].shape
+        lines.append(f"| {algo} | {n_seeds} x {n_envs} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Mean normalised final score per env (over the seeds above), for reading the aggregate:",
+        "",
+        "| Algorithm | " + " | ".join(sel.envs) + " |",
+        "|---|" + "---|" * len(sel.envs),
+    ]
+    for algo in sel.seeds:
+        means = aggregate.scores[algo].mean(axis=0)
+        lines.append(f"| {algo} | " + " | ".join(_fmt(value) for value in means) + " |")
+    lines += [
+        "",
+        "## Normalisation",
+        "",
+        f"Random: {normalisation.random_source}. Reference: {normalisation.reference_source}. The table is "
+        "`NORMALISATION` in `benchmarks/aggregate.py`.",
+        "",
+        "| Env | Random return | Reference return |",
+        "|---|---|---|",
+    ]
+    for env in sel.envs:
+        random, reference = aggregate.references[env]
+        given = normalisation.envs[env][0]
+        note = " (step-0 mean)" if given == STEP0 else ""
+        lines.append(f"| {env} | {random:.6g}{note} | {reference:.6g} |")
+    lines += [
+        "",
+        "## Runs used",
+        "",
+        "| Algorithm | Envs | Seeds | Steps (budget per run) |",
+        "|---|---|---|---|",
+    ]
+    for algo, seeds in sel.seeds.items():
+        budgets = aggregate.budgets[algo]
+        values = sorted({b for env_budgets in budgets.values() for b in env_budgets})
+        if len(values) == 1:
+            budget = _steps(values[0])
+        else:
+            budget = "; ".join(f"{env}: {'/'.join(_steps(b) for b in budgets[env])}" for env in sel.envs)
+        lines.append(f"| {algo} | {len(sel.envs)} (all) | {_seed_list(seeds)} | {budget} |")
+    left_out = []
+    for algo, missing in sel.excluded.items():
+        if missing:
+            left_out.append(f"`{algo}` (not run on {', '.join(missing)})")
+        else:
+            left_out.append(f"`{algo}` (no seed run on every env)")
+    lines.append("")
+    lines.append(f"Envs: {', '.join(sel.envs)}.")
+    if left_out:
+        lines.append(f"Left out, as rliable needs every algorithm on every env: {'; '.join(left_out)}.")
+    if sel.dropped:
+        dropped = "; ".join(f"`{algo}` on {env}: seeds {_seed_list(seeds)}" for (algo, env), seeds in sel.dropped.items())
+        lines.append(f"Seeds dropped, as their algorithm lacks them on another env: {dropped}.")
+    lines += [
+        "",
+        "## Plots",
+        "",
+        f"`{PROFILE_FILENAME}`: rliable's performance profile (`rliable.library.create_performance_profile`), the "
+        f"fraction of all runs with a final score above tau, with 95% bands ({profile_reps} bootstrap resamples, seed "
+        f"{seed}).",
+        "",
+        f"![performance profile]({PROFILE_FILENAME})",
+        "",
+        f"`{SAMPLE_EFFICIENCY_FILENAME}`: the IQM of the normalised score against env steps, with 95% bands "
+        f"({profile_reps} bootstrap resamples, seed {seed}). Per algorithm, evenly spaced steps from 0 to its shortest "
+        "run; a run's score at a step is its latest evaluation at or before it (evaluations placed on their run's "
+        "`eval_freq` grid); a run stopped at the threshold keeps its last score to its budget; steps before some run's "
+        "first evaluation with a return are left out.",
+        "",
+        f"![sample efficiency]({SAMPLE_EFFICIENCY_FILENAME})",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_aggregate(
+    folder: str | Path,
+    suite: str | None = None,
+    normalisation: SuiteNormalisation | None = None,
+    reps: int = DEFAULT_REPS,
+    profile_reps: int = DEFAULT_PROFILE_REPS,
+    seed: int = DEFAULT_SEED,
+    n_points: int = DEFAULT_POINTS,
+    date: str | None = None,
+) -> list[Path]:
+    """
+    Compute a suite's aggregate and write ``aggregate.md``, ``performance_profile.png`` and ``sample_efficiency.png``
+    into its folder.
+
+    :param folder: The suite folder.
+    :param suite: Its name in :data:`NORMALISATION` (default: the folder's name).
+    :param normalisation: Use this normalisation instead of the suite's entry.
+    :param reps: Bootstrap resamples of the final-score intervals.
+    :param profile_reps: Bootstrap resamples of the performance profile and the sample-efficiency bands.
+    :param seed: Seed of the bootstraps.
+    :param n_points: Step points of the sample-efficiency curves.
+    :param date: Date written to ``aggregate.md`` (default: today, UTC).
+    :return: The written paths
+    """
+    folder = Path(folder)
+    normalisation = normalisation or get_normalisation(suite or suite_folder_name(folder))
+    aggregate = aggregate_suite(folder, suite=suite, normalisation=normalisation, reps=reps, seed=seed, n_points=n_points)
+    if profile_reps < 1:
+        raise ValueError(f"profile_reps must be positive, not {profile_reps}")
+    profile_path = folder / PROFILE_FILENAME
+    curve_path = folder / SAMPLE_EFFICIENCY_FILENAME
+    plot_performance_profile(aggregate, profile_path, reps=profile_reps, seed=seed)
+    plot_sample_efficiency(aggregate, curve_path, reps=profile_reps, seed=seed)
+    command = regenerate_command(folder, suite, reps, profile_reps, seed, n_points)
+    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    md_path = folder / AGGREGATE_FILENAME
+    md_path.write_text(render_markdown(aggregate, normalisation, command, reps, profile_reps, seed, date))
+    return [md_path, profile_path, curve_path]
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.aggregate",
+        description="rliable aggregate metrics (IQM, mean, median, optimality gap with bootstrap CIs), performance "
+        "profile and sample-efficiency curve of benchmark suite folders.",
+    )
+    parser.add_argument("folders", nargs="*", type=Path, help="suite folders (e.g. benchmarks/results/classic)")
+    parser.add_argument("--all", action="store_true", help=f"the suites of benchmarks/results: {', '.join(NORMALISATION)}")
+    parser.add_argument("--suite", help="normalisation to use (default: the folder's name); only with one folder")
+    parser.add_argument(
+        "--reps", type=int, default=DEFAULT_REPS, help=f"bootstrap resamples of the table (default {DEFAULT_REPS})"
+    )
+    parser.add_argument(
+        "--profile-reps",
+        type=int,
+        default=DEFAULT_PROFILE_REPS,
+        help=f"bootstrap resamples of the plots (default {DEFAULT_PROFILE_REPS})",
+    )
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the bootstraps (default {DEFAULT_SEED})")
+    parser.add_argument(
+        "--points",
+        type=int,
+        default=DEFAULT_POINTS,
+        help=f"step points of the sample-efficiency curve (default {DEFAULT_POINTS})",
+    )
+    args = parser.parse_args(argv)
+    if args.all and args.folders:
+        parser.error("give suite folders or --all, not both")
+    if not args.all and not args.folders:
+        parser.error("give a suite folder (e.g. benchmarks/results/classic) or --all")
+    if args.suite and (args.all or len(args.folders) != 1):
+        parser.error("--suite goes with exactly one folder")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    folders = [RESULTS_DIR / name for name in NORMALISATION] if args.all else list(args.folders)
+    for folder in folders:
+        paths = write_aggregate(
+            folder, suite=args.suite, reps=args.reps, profile_reps=args.profile_reps, seed=args.seed, n_points=args.points
+        )
+        print("wrote " + ", ".join(str(path) for path in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
