@@ -1,7 +1,7 @@
 """
-Benchmark harness: train every (algorithm, env, seed) of a grid with a step budget in local worker processes,
-evaluate at fixed step intervals, and write ``evaluations.csv``, ``run_metadata.json``, ``config.json``,
-``results.md`` and one PNG of learning curves per env into an output folder.
+Benchmark harness: train every (algorithm, env, seed) of a grid with a step budget in local worker processes (or
+Ray tasks, on one machine or several), evaluate at fixed step intervals, and write ``evaluations.csv``,
+``run_metadata.json``, ``config.json``, ``results.md`` and one PNG of learning curves per env into an output folder.
 
 Models are built by rl-zoo3: its ``ExperimentManager`` reads the YAML entry of the env (``hyperparams/<algo>.yml``
 for this package's algorithms, the files shipped with ``rl_zoo3`` for the baselines), applies a variant's overrides
@@ -32,12 +32,13 @@ import os
 import platform
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,8 @@ EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return",
 METRICS = ("eval", "train")
 #: ``algorithmic`` is :class:`sb3_pcl.envs.AlgorithmicVecEnv` (the same episodes as ``dummy`` on the algorithmic tasks)
 VEC_ENV_TYPES = ("dummy", "subproc", "algorithmic")
+#: Where the runs execute: ``local`` worker processes, or ``ray`` tasks (a local Ray instance or a cluster)
+BACKENDS = ("local", "ray")
 RUNS_DIRNAME = "runs"
 PROGRESS_SUFFIX = ".csv.partial"
 EVALUATIONS_FILENAME = "evaluations.csv"
@@ -548,9 +551,9 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
     return frame, _jsonable(metadata)
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
+def _atomic_write_text(path: Path, text: str, newline: str | None = None) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    tmp.write_text(text, newline=newline)
     os.replace(tmp, path)
 
 
@@ -572,6 +575,18 @@ def _record_failure(task: RunTask, message: str) -> dict[str, Any]:
     return {"name": task.name, "ok": False, "error": lines[-1] if lines else "unknown error", "err_path": str(err_path)}
 
 
+def _write_run(runs_dir: Path, name: str, csv_text: str, metadata: Mapping[str, Any]) -> None:
+    """Write a finished run's ``runs/<run>.json``, then ``runs/<run>.csv`` (it marks a completed run); drop its ``.err``"""
+    _atomic_write_text(runs_dir / f"{name}.json", json.dumps(metadata, indent=2) + "\n")
+    _atomic_write_text(runs_dir / f"{name}.csv", csv_text, newline="")  # as DataFrame.to_csv writes it
+    (runs_dir / f"{name}.err").unlink(missing_ok=True)
+
+
+def _success(name: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """:return: The result of a finished run reported to the main process"""
+    return {"name": name, "ok": True, "final": metadata["final_mean_return"], "steps": metadata["final_timesteps"]}
+
+
 def _run_task(task: RunTask) -> dict[str, Any]:
     """Worker entry point: run one task and write its CSV and JSON (or ``.err``) at once; never raises."""
     runs_dir = Path(task.out_dir) / RUNS_DIRNAME
@@ -581,18 +596,36 @@ def _run_task(task: RunTask) -> dict[str, Any]:
         frame, metadata = run_experiment(task, progress)
     except Exception:
         return _record_failure(task, traceback.format_exc())
-    _atomic_write_text(runs_dir / f"{task.name}.json", json.dumps(metadata, indent=2) + "\n")
-    _atomic_write_csv(frame, runs_dir / f"{task.name}.csv")  # written last: marks a completed run
-    (runs_dir / f"{task.name}.err").unlink(missing_ok=True)
+    _write_run(runs_dir, task.name, frame.to_csv(index=False), metadata)
     progress.unlink(missing_ok=True)
-    return {"name": task.name, "ok": True, "final": metadata["final_mean_return"], "steps": metadata["final_timesteps"]}
+    return _success(task.name, metadata)
 
 
-def _execute(tasks: Sequence[RunTask], workers: int, fresh_process_per_run: bool) -> list[dict[str, Any]]:
+def _log_result(result: Mapping[str, Any], done: int, total: int) -> None:
+    if result["ok"]:
+        where = f" (on {result['node']})" if "node" in result else ""
+        logger.info("[%d/%d] %s: %.2f at %d steps%s", done, total, result["name"], result["final"], result["steps"], where)
+    else:
+        logger.warning("[%d/%d] %s FAILED: %s (%s)", done, total, result["name"], result["error"], result["err_path"])
+
+
+def _execute(
+    tasks: Sequence[RunTask], workers: int, fresh_process_per_run: bool, backend: str = "local"
+) -> list[dict[str, Any]]:
     """
-    Run the tasks in a pool of ``workers`` spawned processes. A run whose worker process dies (out of memory, native
-    crash) is recorded as failed; the pool is then restarted for the runs not finished yet.
+    Run the tasks and write their files into ``runs/`` of their output folder.
+
+    :param tasks: The runs
+    :param workers: Size of the local process pool (``local``)
+    :param fresh_process_per_run: Start a new process for every run
+    :param backend: ``local``: a pool of spawned processes on this machine; ``ray``: one Ray task per run on the Ray
+        instance this process is connected to (:func:`_ray_session`)
+    :return: One result per run (``ok``, and ``error`` / ``err_path`` for a failed run)
     """
+    if backend == "ray":
+        return _execute_ray(tasks, fresh_process_per_run)
+    if backend != "local":
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     context = multiprocessing.get_context("spawn")
     pool_kwargs = {"max_tasks_per_child": 1} if fresh_process_per_run else {}
     results: list[dict[str, Any]] = []
@@ -608,30 +641,159 @@ def _execute(tasks: Sequence[RunTask], workers: int, fresh_process_per_run: bool
                     broken.append(futures[future])
                     continue
                 results.append(result)
-                if result["ok"]:
-                    logger.info(
-                        "[%d/%d] %s: %.2f at %d steps",
-                        len(results),
-                        len(tasks),
-                        result["name"],
-                        result["final"],
-                        result["steps"],
-                    )
-                else:
-                    logger.warning(
-                        "[%d/%d] %s FAILED: %s (%s)",
-                        len(results),
-                        len(tasks),
-                        result["name"],
-                        result["error"],
-                        result["err_path"],
-                    )
+                _log_result(result, len(results), len(tasks))
         # a dying worker breaks the whole pool: blame the first unfinished run, retry the others in a fresh pool
         if broken:
             results.append(
                 _record_failure(broken[0], "The worker process running this run died (out of memory or a crash).\n")
             )
         todo = broken[1:]
+    return results
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Ray backend: one Ray task per run, on a local Ray instance or a cluster of several machines
+
+
+def _import_ray() -> Any:
+    """:return: The ``ray`` module; :raises ImportError: naming the extra to install when it is missing"""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError(f'The Ray backend needs Ray, which cannot be imported ({exc}): pip install -e ".[ray]"') from exc
+    return ray
+
+
+def parse_ray_address(address: str) -> tuple[str, int] | None:
+    """
+    :param address: ``auto`` or ``HOST:PORT`` of a Ray head's GCS (``ray start --head --port=PORT``; ``ray://`` allowed)
+    :return: ``(host, port)``, ``None`` for ``auto``
+    :raises ValueError: for anything else
+    """
+    if address == "auto":
+        return None
+    host, separator, port = address.removeprefix("ray://").rpartition(":")
+    if not separator or not host.strip("[]") or not port.isdigit():
+        raise ValueError(f"--address expects auto or HOST:PORT of a Ray head (ray start --head), got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """
+    Fail fast on an address no Ray head listens on (``ray.init`` would retry for minutes).
+
+    :param address: As for :func:`parse_ray_address`
+    :param timeout: Seconds to wait for the TCP connection
+    :raises ConnectionError: if nothing accepts a TCP connection there
+    """
+    host_port = parse_ray_address(address)
+    if host_port is None:
+        return
+    try:
+        with socket.create_connection(host_port, timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ConnectionError(
+            f"No Ray cluster answers at {address} ({exc}): start its head with 'ray start --head --port={host_port[1]}' "
+            "or check the address"
+        ) from exc
+
+
+@contextlib.contextmanager
+def _ray_session(workers: int, address: str | None = None) -> Iterator[dict[str, Any]]:
+    """
+    Connect this process to Ray for :func:`_execute`: to the running instance when Ray is already initialised, to the
+    cluster at ``address`` when given, else to a new local instance of ``workers`` CPUs (shut down on exit).
+
+    :param workers: CPUs of a new local instance
+    :param address: ``auto`` (the cluster started on this machine by ``ray start``) or ``HOST:PORT`` of its head
+    :return: A description of the cluster for ``config.json`` (``address``, ``nodes``, ``cpus``)
+    :raises ImportError: without Ray
+    :raises ConnectionError: if no cluster answers at ``address``
+    """
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        if address is None:
+            ray.init(address="local", num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING)
+        else:
+            _check_reachable(address)
+            try:
+                ray.init(address=address, logging_level=logging.WARNING)
+            except ConnectionError as exc:
+                raise ConnectionError(
+                    f"Cannot connect to the Ray cluster at {address!r}: {exc} (a cluster started with token authentication "
+                    "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token here too)"
+                ) from exc
+        started = True
+    try:
+        nodes = [node for node in ray.nodes() if node.get("Alive")]
+        info = {
+            "address": address or ("local" if started else "already connected"),
+            "nodes": len(nodes),
+            "cpus": int(sum(node.get("Resources", {}).get("CPU", 0) for node in nodes)),
+            "ray": _package_version("ray"),
+        }
+        logger.info("Ray: %d node(s), %d CPU(s)", info["nodes"], info["cpus"])
+        yield info
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run_task_remote(task: RunTask, cwd: str) -> dict[str, Any]:
+    """
+    Ray task: run one task and return its files' content instead of writing them (the machine running it may not see
+    the output folder); never raises.
+
+    :param task: The run
+    :param cwd: The driver's working directory, where relative paths of the options are resolved
+    :return: ``name``, ``ok``, then ``csv`` (text of ``runs/<run>.csv``) and ``metadata`` or ``traceback``, and ``node``
+    """
+    result: dict[str, Any] = {"name": task.name, "node": platform.node()}
+    try:
+        if not Path(cwd).is_dir():
+            message = f"{cwd} (the driver's working directory) is not on {platform.node()}"
+            raise FileNotFoundError(f"{message}: every machine needs the checkout at the same path")
+        os.chdir(cwd)
+        frame, metadata = run_experiment(task)
+    except Exception:
+        return {**result, "ok": False, "traceback": traceback.format_exc()}
+    return {**result, "ok": True, "csv": frame.to_csv(index=False), "metadata": metadata}
+
+
+def _execute_ray(tasks: Sequence[RunTask], fresh_process_per_run: bool) -> list[dict[str, Any]]:
+    """
+    Run each task as a Ray task asking for one CPU and write its files here as it finishes. A run whose Ray task fails
+    (its worker or node died twice, it could not be deserialised) is recorded as failed like one that raised.
+    """
+    ray = _import_ray()
+    options: dict[str, Any] = {"num_cpus": 1, "max_retries": 1}  # a lost node gets one retry elsewhere
+    if fresh_process_per_run:
+        options["max_calls"] = 1
+    remote = ray.remote(**options)(_run_task_remote)
+    cwd = os.getcwd()
+    pending = {remote.remote(task, cwd): task for task in tasks}
+    results: list[dict[str, Any]] = []
+    while pending:
+        (ref,), _ = ray.wait(list(pending), num_returns=1)
+        task = pending.pop(ref)
+        runs_dir = Path(task.out_dir) / RUNS_DIRNAME
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            outcome = ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            result = _record_failure(
+                task, f"Ray could not run this run (worker or machine lost twice, or no checkout there):\n{exc}\n"
+            )
+        else:
+            if outcome["ok"]:
+                _write_run(runs_dir, task.name, outcome["csv"], outcome["metadata"])
+                result = {**_success(task.name, outcome["metadata"]), "node": outcome["node"]}
+            else:
+                result = _record_failure(task, f"Ray node: {outcome['node']}\n{outcome['traceback']}")
+        results.append(result)
+        _log_result(result, len(results), len(tasks))
     return results
 
 
@@ -750,15 +912,27 @@ def run_grid(
     thresholds: Mapping[str, float] | None = None,
     command: str | None = None,
     fresh_process_per_run: bool = False,
+    backend: str = "local",
+    address: str | None = None,
     **settings: Any,
 ) -> pd.DataFrame:
     """
     Run every (algo, env, seed) in ``workers`` processes, record the invocation in ``config.json``, merge the results
     and write ``results.md`` and the plots (:func:`write_summary`).
 
+    :param backend: ``local``: a pool of ``workers`` processes on this machine; ``ray``: one Ray task of one CPU per
+        run, on a new local Ray instance of ``workers`` CPUs or on the cluster at ``address`` (results and failures are
+        written here either way)
+    :param address: With ``ray``: ``auto`` or ``HOST:PORT`` of a running cluster's head
     :param settings: The run options of :class:`RunTask` (``steps`` and ``eval_freq`` required)
     :return: All evaluations in ``out_dir``
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if address is not None and backend != "ray":
+        raise ValueError(f"address {address!r} is only used by the ray backend, not by {backend!r}")
+    if backend == "ray" and settings.get("device", "cpu") != "cpu":
+        raise ValueError(f"the ray backend gives each run one CPU and no GPU: device must be cpu, not {settings['device']!r}")
     algos, envs, seeds = list(algos), list(envs), [int(seed) for seed in seeds]
     if not algos or not envs or not seeds:
         raise ValueError("algos, envs and seeds must not be empty")
@@ -790,16 +964,20 @@ def run_grid(
         "seeds": seeds,
     }
     invocation.update((key, value) for key, value in dataclasses.asdict(template).items() if key in RUN_OPTIONS)
-    invocation.update(workers=workers, skip_existing=skip_existing, thresholds=dict(thresholds or {}))
-    invocation.update(machine=machine_info(), started=_now(), finished=None, runs_executed=len(todo), runs_failed=[])
-    (out / RUNS_DIRNAME).mkdir(parents=True, exist_ok=True)
-    config_path = out / CONFIG_FILENAME
-    config = _read_json(config_path, {"invocations": []})
-    config.setdefault("invocations", []).append(invocation)
-    _atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
+    invocation.update(workers=workers, skip_existing=skip_existing, thresholds=dict(thresholds or {}), backend=backend)
+    with contextlib.ExitStack() as stack:
+        if backend == "ray" and todo:  # connect before recording the invocation: a bad address leaves no trace
+            invocation["ray"] = stack.enter_context(_ray_session(workers, address))
+        invocation.update(machine=machine_info(), started=_now(), finished=None, runs_executed=len(todo), runs_failed=[])
+        (out / RUNS_DIRNAME).mkdir(parents=True, exist_ok=True)
+        config_path = out / CONFIG_FILENAME
+        config = _read_json(config_path, {"invocations": []})
+        config.setdefault("invocations", []).append(invocation)
+        _atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
 
-    logger.info("Running %d run(s) (%d skipped) with %d worker(s) into %s", len(todo), len(tasks) - len(todo), workers, out)
-    results = _execute(todo, workers, fresh_process_per_run)
+        where = f"Ray ({invocation['ray']['address']})" if "ray" in invocation else f"{workers} worker(s)"
+        logger.info("Running %d run(s) (%d skipped) on %s into %s", len(todo), len(tasks) - len(todo), where, out)
+        results = _execute(todo, workers, fresh_process_per_run, backend)
     failed = sorted(result["name"] for result in results if not result["ok"])
     _record_finished_invocation(config_path, invocation, failed)
     frame = merge_runs(out, drop=failed)

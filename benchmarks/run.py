@@ -10,6 +10,10 @@ Example::
     python -m benchmarks.run --algos urex reinforce --envs sb3_pcl/Copy-v0 --seeds 0 1 2 --steps 5000000 \\
         --eval-freq 20000 --metric train --stop-at-threshold --vec-env algorithmic --out benchmarks/runs/algorithmic
 
+    # the same grid on a Ray cluster of several machines (benchmarks/README.md), results written here
+    python -m benchmarks.run --algos pcl ppo --envs CartPole-v1 --seeds 0 1 2 --steps 100000 \\
+        --backend ray --address HEAD:6379 --out benchmarks/runs/classic
+
     # rebuild results.md and the plots of a folder from its evaluations.csv
     python -m benchmarks.run --summary-only --out benchmarks/results/classic
 """
@@ -23,7 +27,16 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from benchmarks.harness import ALGORITHMS, VEC_ENV_TYPES, run_grid, split_variant, variant_overrides_path, write_summary
+from benchmarks.harness import (
+    ALGORITHMS,
+    BACKENDS,
+    VEC_ENV_TYPES,
+    parse_ray_address,
+    run_grid,
+    split_variant,
+    variant_overrides_path,
+    write_summary,
+)
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
@@ -77,7 +90,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-initial-eval", action="store_true", help="do not evaluate the untrained policy at step 0")
     parser.add_argument(
-        "--workers", type=int, default=os.cpu_count(), help="parallel worker processes (default: os.cpu_count())"
+        "--workers",
+        type=int,
+        default=os.cpu_count(),
+        help="parallel worker processes, or CPUs of the local Ray instance (default: os.cpu_count())",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="local: worker processes on this machine (default); ray: one Ray task of one CPU per run, on a local Ray "
+        'instance of --workers CPUs or on the cluster at --address (needs pip install -e ".[ray]")',
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="with --backend ray: HOST:PORT of a running Ray cluster's head (ray start --head), or auto",
     )
     parser.add_argument("--out", default="benchmarks/runs/latest", help="output folder (default: benchmarks/runs/latest)")
     parser.add_argument("--device", default="cpu", help="PyTorch device of the models (default: cpu)")
@@ -138,33 +166,51 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not args.algos or not args.envs or args.steps is None:
         parser.error("--algos, --envs and --steps are required unless --summary-only is given")
+    if args.backend != "ray" and args.address is not None:
+        parser.error("--address needs --backend ray")
+    if args.backend == "ray" and args.device != "cpu":
+        parser.error(f"--backend ray gives each run one CPU and no GPU: --device must be cpu, not {args.device!r}")
+    try:
+        if args.address is not None:
+            parse_ray_address(args.address)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
     for algo in args.algos:
         try:
             if split_variant(algo)[1] is not None:
                 variant_overrides_path(algo, args.hyperparams_dir)
         except (ValueError, FileNotFoundError) as exc:
             parser.error(str(exc))
-    frame = run_grid(
-        args.algos,
-        args.envs,
-        args.seeds,
-        args.out,
-        workers=args.workers,
-        skip_existing=args.skip_existing,
-        thresholds=thresholds,
-        command=command,
-        fresh_process_per_run=args.fresh_process_per_run,
-        steps=args.steps,
-        eval_freq=args.eval_freq if args.eval_freq is not None else max(args.steps // 20, 1),
-        n_eval_episodes=args.eval_episodes,
-        hyperparams_dir=args.hyperparams_dir,
-        device=args.device,
-        env_packages=args.gym_packages,
-        eval_at_start=not args.no_initial_eval,
-        metric=args.metric,
-        stop_at_threshold=args.stop_at_threshold,
-        vec_env=args.vec_env,
-    )
+    try:
+        frame = run_grid(
+            args.algos,
+            args.envs,
+            args.seeds,
+            args.out,
+            workers=args.workers,
+            skip_existing=args.skip_existing,
+            thresholds=thresholds,
+            command=command,
+            fresh_process_per_run=args.fresh_process_per_run,
+            steps=args.steps,
+            eval_freq=args.eval_freq if args.eval_freq is not None else max(args.steps // 20, 1),
+            n_eval_episodes=args.eval_episodes,
+            hyperparams_dir=args.hyperparams_dir,
+            device=args.device,
+            env_packages=args.gym_packages,
+            eval_at_start=not args.no_initial_eval,
+            metric=args.metric,
+            stop_at_threshold=args.stop_at_threshold,
+            vec_env=args.vec_env,
+            backend=args.backend,
+            address=args.address,
+        )
+    except (ImportError, ConnectionError) as exc:  # the ray backend: Ray missing, no cluster at --address
+        if args.backend != "ray":
+            raise
+        parser.error(str(exc))
     expected = {(algo, env, seed) for algo in args.algos for env in args.envs for seed in args.seeds}
     present = set(zip(frame["algo"], frame["env"], frame["seed"].astype(int), strict=True))
     missing = expected - present
