@@ -323,3 +323,17 @@ def test_without_minari_the_error_names_the_extra(cartpole_dataset, datasets_pat
         cartpole_model().add_demonstrations("tests/cartpole-scripted-v0")
     with pytest.raises(ImportError, match=r'pip install -e "\.\[minari\]"'):
         save_minari_dataset([{}], "tests/x-v0", "CartPole-v1")
+
+
+def test_benchmark_script_writes_its_report(tmp_path):
+    pytest.importorskip("matplotlib")
+    from benchmarks import demonstrations
+
+    out = tmp_path / "report"
+    tiny = "--seeds 0 --steps 200 --eval-freq 100 --eval-episodes 1 --teacher-steps 200 --n-demos 1 --out"
+    assert demonstrations.main([*tiny.split(), str(out)]) == 0
+    assert sorted(path.name for path in out.iterdir()) == ["demonstrations.png", "evaluations.csv", "results.md"]
+    report = (out / "results.md").read_text()
+    assert "| no demonstrations |" in report and "| 1 demonstrations (Minari dataset) |" in report
+    rows = (out / "evaluations.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2 * 3  # two learners, evaluated at 0, 100 and 200 steps
