@@ -18,7 +18,7 @@ from benchmarks.run import main, parse_thresholds
 RESULTS_DIR = harness.REPO_ROOT / "benchmarks" / "results"
 SUITES = ("classic", "mujoco", "algorithmic", "recurrent")
 #: result folders of the tool benchmarks (no learning runs: a results.md and its plots)
-TOOL_SUITES = ("replay",)
+TOOL_SUITES = ("replay", "demonstrations")
 TINY_GRID = [
     *("--algos", "ppo", "a2c", "--envs", "CartPole-v1", "--seeds", "0", "1", "--steps", "512"),
     *("--eval-freq", "256", "--eval-episodes", "2", "--workers", "2", "--quiet"),

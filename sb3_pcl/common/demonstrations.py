@@ -21,6 +21,10 @@ episode lengths; no pickle), :func:`load_episodes` reads it back with ``allow_pi
 :func:`record_episodes` plays any trained agent (``predict``, recurrent policies included) and returns
 such episodes; :func:`check_episodes` validates them against an observation and an action space, as
 :meth:`sb3_pcl.PCL.add_demonstrations` does before seeding its replay.
+
+Demonstrations can also come from a local `Minari <https://minari.farama.org>`_ dataset (a ``MinariDataset``, a
+dataset id or a dataset folder: :mod:`sb3_pcl.common.minari_io`, optional extra ``minari``); :func:`load_demonstrations`
+turns any of these sources into episode dicts.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import warnings
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import gymnasium as gym
 import numpy as np
@@ -40,14 +44,20 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, unwrap_vec_normalize
 
+from sb3_pcl.common import minari_io
 from sb3_pcl.common.buffers import PathReplayBuffer
 from sb3_pcl.common.validation import check_storable
+
+if TYPE_CHECKING:
+    from minari import MinariDataset
 
 __all__ = [
     "EPISODE_KEYS",
     "Demonstration",
+    "DemonstrationSource",
     "DemonstrationsCallback",
     "check_episodes",
+    "load_demonstrations",
     "load_episodes",
     "record_episodes",
     "save_episodes",
@@ -66,6 +76,10 @@ STORAGE_HINT = (
     "The replay stores demonstrations as it stores collected steps: rewards as float32, observations and actions "
     "in their space's dtype."
 )
+
+#: what :meth:`sb3_pcl.PCL.add_demonstrations` takes: episode dicts, an episodes ``.npz`` file, or a local Minari dataset
+#: (a ``minari.MinariDataset``, a dataset id or a dataset folder)
+DemonstrationSource: TypeAlias = "Sequence[Mapping[str, Any]] | str | os.PathLike[str] | MinariDataset"
 
 
 class Demonstration(NamedTuple):
@@ -459,9 +473,52 @@ def _record(
     return episodes
 
 
+def load_demonstrations(
+    source: DemonstrationSource,
+    observation_space: spaces.Space | None = None,
+    action_space: spaces.Space | None = None,
+) -> list[dict[str, Any]]:
+    """
+    Turn any demonstrations source into episode dicts.
+
+    A path is read as an episodes file (:func:`load_episodes`) when it is a file, as a Minari dataset folder when it is
+    a folder; a string that is neither, of the form ``[namespace/]name-v<version>``, is the id of a local Minari dataset
+    (:func:`sb3_pcl.common.minari_io.open_minari_dataset`: never downloaded). A ``minari.MinariDataset`` is read as it
+    is, and episode dicts are returned as they are.
+
+    :param source: episode dicts, an episodes file, or a Minari dataset (object, id or folder)
+    :param observation_space: the model's: a Minari dataset's observation space is compared with it (kind and shape)
+    :param action_space: the model's: a Minari dataset's action space is compared with it
+    :return: the episode dicts (unchecked: see :func:`check_episodes`)
+    :raises FileNotFoundError: when a path or id leads to nothing
+    :raises ValueError: when the file or dataset is invalid (errors about a Minari dataset name it)
+    :raises ImportError: when a Minari dataset is given and Minari is not installed
+    """
+    if minari_io.is_minari_source(source):
+        return minari_io.minari_episodes(source, observation_space, action_space)[0]
+    if isinstance(source, (str, os.PathLike)):
+        return load_episodes(source)
+    if isinstance(source, Mapping):
+        raise ValueError("Expected a list of episode dicts, got a single dict (wrap it in a list)")
+    return list(source)
+
+
+def _checked_demonstrations(
+    source: DemonstrationSource, observation_space: spaces.Space, action_space: spaces.Space
+) -> list[Demonstration]:
+    """:func:`load_demonstrations` then :func:`check_episodes`, whose errors name the Minari dataset when there is one"""
+    if not minari_io.is_minari_source(source):
+        return check_episodes(load_demonstrations(source), observation_space, action_space)
+    episodes, name = minari_io.minari_episodes(source, observation_space, action_space)
+    try:
+        return check_episodes(episodes, observation_space, action_space)
+    except ValueError as error:
+        raise ValueError(f"Minari dataset {name!r}: {error}") from None
+
+
 def seed_replay(
     buffer: PathReplayBuffer,
-    episodes: Sequence[Mapping[str, Any]] | str | os.PathLike[str],
+    episodes: DemonstrationSource,
     observation_space: spaces.Space,
     action_space: spaces.Space,
 ) -> tuple[int, int]:
@@ -471,16 +528,15 @@ def seed_replay(
     Every episode is checked first (:func:`check_episodes`); nothing is added when one is invalid.
 
     :param buffer: the replay
-    :param episodes: episode dicts, or the path of a file written by :func:`save_episodes`
+    :param episodes: episode dicts, the path of a file written by :func:`save_episodes`, or a local Minari dataset
+        (a ``minari.MinariDataset``, a dataset id or a dataset folder: see :func:`load_demonstrations`)
     :param observation_space: the model's observation space
     :param action_space: the model's action space
     :return: the number of paths and of transitions added
     :raises ValueError: when an episode does not fit the spaces, or the replay would have no room left for one
         collected transition per env
     """
-    if isinstance(episodes, (str, os.PathLike)):
-        episodes = load_episodes(episodes)
-    checked = check_episodes(episodes, observation_space, action_space)
+    checked = _checked_demonstrations(episodes, observation_space, action_space)
     n_transitions = sum(len(episode.rewards) for episode in checked)
     room = buffer.buffer_size - buffer.n_seeded_transitions - buffer.n_envs
     if n_transitions > room:
@@ -508,17 +564,24 @@ class DemonstrationsCallback(BaseCallback):
     :meth:`sb3_pcl.PCL.add_demonstrations` (checked against the model's spaces first): a fresh replay, or one reset
     or replaced since, is seeded again.
 
-    :param episodes: an episodes ``.npz`` file written by :func:`save_episodes`, or a list of episode dicts
+    :param episodes: an episodes ``.npz`` file written by :func:`save_episodes`, a list of episode dicts, or a local
+        Minari dataset (a ``minari.MinariDataset``, a dataset id or a dataset folder; opened here to fail early, read
+        again at each seeding)
     :param verbose: 0 no output, 1 info
     """
 
-    def __init__(self, episodes: str | os.PathLike[str] | Sequence[Mapping[str, Any]], verbose: int = 0):
+    def __init__(self, episodes: DemonstrationSource, verbose: int = 0):
         super().__init__(verbose)
-        if isinstance(episodes, (str, os.PathLike)) and not os.path.isfile(episodes):
+        if minari_io.is_minari_source(episodes):
+            try:
+                minari_io.open_minari_dataset(episodes)
+            except (FileNotFoundError, ValueError) as error:
+                raise type(error)(f"DemonstrationsCallback: {error}") from None
+        elif isinstance(episodes, (str, os.PathLike)) and not os.path.isfile(episodes):
             raise FileNotFoundError(f"DemonstrationsCallback: no episodes file at {os.fspath(episodes)!r}")
         self.episodes = episodes
 
-    def demonstrations(self) -> str | os.PathLike[str] | Sequence[Mapping[str, Any]]:
+    def demonstrations(self) -> DemonstrationSource:
         """:return: what to seed the replay with (subclasses generate it from the model's env)"""
         return self.episodes
 

@@ -2,10 +2,8 @@
 
 import copy
 import io
-import os
 import pathlib
 import warnings
-from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,7 +26,7 @@ from sb3_pcl.common.consistency import (
     pcl_value_loss,
     value_targets,
 )
-from sb3_pcl.common.demonstrations import seed_replay
+from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.trust_region import state_kl
@@ -561,7 +559,7 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
         return total_timesteps, callback
 
     # ------------------------------------------------------------------ demonstrations
-    def add_demonstrations(self, episodes: Sequence[Mapping[str, Any]] | str | os.PathLike[str]) -> int:
+    def add_demonstrations(self, episodes: DemonstrationSource) -> int:
         """
         Seed the replay with demonstrations: paths never evicted, sampled with the top priority (checked first, see
         :func:`~sb3_pcl.common.demonstrations.seed_replay`). Observations and rewards must be the env's raw ones. The
@@ -569,7 +567,9 @@ class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
         (:class:`~sb3_pcl.common.demonstrations.DemonstrationsCallback` does it at the start of ``learn``).
 
         :param episodes: episode dicts (``observations`` ``(T + 1, *obs_shape)``, ``actions``, ``rewards``,
-            ``terminated``), e.g. from :func:`~sb3_pcl.common.demonstrations.record_episodes`, or an episodes file
+            ``terminated``), e.g. from :func:`~sb3_pcl.common.demonstrations.record_episodes`, an episodes file, or a
+            local Minari dataset (a ``minari.MinariDataset``, a dataset id or a dataset folder; never downloaded: see
+            :mod:`sb3_pcl.common.minari_io`)
         :return: the number of paths added
         """
         if self.replay_buffer is None:

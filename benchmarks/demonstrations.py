@@ -1,0 +1,344 @@
+"""
+Do demonstrations from a Minari dataset speed up PCL? (issue #33)
+
+A teacher PCL agent is trained on CartPole-v1 (the shipped ``hyperparams/pcl.yml`` entry) until its evaluation reaches
+the threshold, and plays ``--n-demos`` deterministic episodes, written as a local Minari dataset
+(:func:`sb3_pcl.common.minari_io.record_minari_dataset`). Then, for each seed, a fresh PCL learns with the same
+entry and budget, once without demonstrations and once with the dataset loaded by ``add_demonstrations`` (seeded
+paths: never evicted, sampled with the top priority). Every learner is evaluated at step 0 and every ``--eval-freq``
+steps on ``--eval-episodes`` deterministic episodes of a separate env seeded ``seed + 1000``.
+
+    nice -n 10 python -m benchmarks.demonstrations                 # the committed run (about 10 CPU minutes)
+    python -m benchmarks.demonstrations --seeds 0 --steps 2000 --eval-freq 1000 --teacher-steps 2000 --out /tmp/demo
+
+Requirements: ``pip install -e ".[minari,bench]"``. Writes ``results.md`` (the table, with the command, machine and
+date), ``evaluations.csv`` and ``demonstrations.png`` to ``--out`` (default ``benchmarks/results/demonstrations``).
+The dataset goes to a temporary folder (``--dataset-dir`` keeps it). Each process uses one torch thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import csv
+import datetime
+import multiprocessing
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "demonstrations"
+ENV_ID = "CartPole-v1"
+THRESHOLD = 475.0
+DATASET_ID = "sb3_pcl/cartpole-pcl-teacher-v0"
+CONDITIONS = ("none", "minari")
+"""learner conditions: no demonstrations, the teacher's Minari dataset"""
+#: reset seed of the teacher's recorded episodes (the learners' evaluation envs use seed + 1000)
+RECORD_SEED = 2000
+
+
+def pcl_entry() -> dict[str, Any]:
+    """:return: the constructor arguments of the shipped PCL CartPole-v1 entry (one env, no normalisation)"""
+    entry = dict(yaml.safe_load((REPO_ROOT / "hyperparams" / "pcl.yml").read_text())[ENV_ID])
+    if entry.pop("n_envs", 1) != 1 or entry.pop("normalize", False):
+        raise ValueError(f"hyperparams/pcl.yml [{ENV_ID}] changed: this benchmark expects one env, no VecNormalize")
+    entry.pop("n_timesteps", None)
+    return entry
+
+
+def make_model(seed: int, verbose: int = 0) -> Any:
+    """:return: a fresh PCL of the shipped entry on a one-env CartPole-v1, seeded"""
+    import torch
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from sb3_pcl import PCL
+    from sb3_pcl.common.schedules import parse_schedule
+
+    torch.set_num_threads(1)
+    entry = pcl_entry()
+    policy = entry.pop("policy")
+    if "learning_rate" in entry:
+        entry["learning_rate"] = parse_schedule("learning_rate", entry["learning_rate"])
+    return PCL(policy, make_vec_env(ENV_ID, n_envs=1, seed=seed), seed=seed, verbose=verbose, **entry)
+
+
+def evaluate(model: Any, env: Any, n_episodes: int) -> tuple[float, float]:
+    """:return: mean and std of the returns of ``n_episodes`` deterministic episodes"""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    mean, std = evaluate_policy(model, env, n_eval_episodes=n_episodes, deterministic=True, warn=False)
+    return float(mean), float(std)
+
+
+def learn_with_evaluations(model: Any, steps: int, eval_freq: int, eval_episodes: int, eval_seed: int, stop_at: float | None):
+    """
+    :param model: the model to train
+    :param steps: budget in env steps
+    :param eval_freq: evaluate every this many steps (and at step 0)
+    :param eval_episodes: deterministic episodes per evaluation
+    :param eval_seed: seed of the evaluation env (reset once: the evaluations go on with its episodes)
+    :param stop_at: stop at the first evaluation after step 0 reaching this mean return (``None``: never)
+    :return: the evaluations ``(timesteps, mean, std, training seconds)``
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    eval_env = make_vec_env(ENV_ID, n_envs=1, seed=eval_seed)
+    rows = [(0, *evaluate(model, eval_env, eval_episodes), 0.0)]
+    clock = {"train": 0.0, "since": time.process_time()}
+
+    class Evaluations(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps % eval_freq != 0:
+                return True
+            clock["train"] += time.process_time() - clock["since"]
+            rows.append((self.num_timesteps, *evaluate(self.model, eval_env, eval_episodes), clock["train"]))
+            clock["since"] = time.process_time()
+            return stop_at is None or rows[-1][1] < stop_at
+
+    model.learn(steps, callback=Evaluations())
+    eval_env.close()
+    return rows
+
+
+def train_teacher(args: argparse.Namespace, dataset_dir: str) -> dict[str, Any]:
+    """Train the teacher, write its episodes as a Minari dataset under ``dataset_dir``; :return: what to report"""
+    from sb3_pcl.common.minari_io import record_minari_dataset
+
+    start = time.process_time()
+    teacher = make_model(args.teacher_seed)
+    rows = learn_with_evaluations(
+        teacher, args.teacher_steps, args.eval_freq, args.eval_episodes, args.teacher_seed + 1000, stop_at=THRESHOLD
+    )
+    dataset = record_minari_dataset(
+        teacher,
+        ENV_ID,
+        args.n_demos,
+        DATASET_ID,
+        seed=RECORD_SEED,
+        author="sb3_pcl benchmarks",
+        author_email="see the sb3_pcl repository",
+        code_permalink="benchmarks/demonstrations.py",
+        datasets_path=dataset_dir,
+    )
+    returns = [float(np.sum(episode.rewards)) for episode in dataset.iterate_episodes()]
+    return {
+        "steps": int(teacher.num_timesteps),
+        "evaluation": rows[-1][1],
+        "reached": rows[-1][1] >= THRESHOLD,
+        "dataset": str(Path(dataset_dir) / DATASET_ID),
+        "episodes": len(returns),
+        "transitions": int(dataset.total_steps),
+        "returns": returns,
+        "cpu_s": time.process_time() - start,
+    }
+
+
+def run_learner(job: tuple[str, int, str | None, int, int, int]) -> list[dict[str, Any]]:
+    """One learner: ``(condition, seed, dataset folder or None, steps, eval_freq, eval_episodes)``; :return: its rows"""
+    condition, seed, dataset, steps, eval_freq, eval_episodes = job
+    start = time.process_time()
+    model = make_model(seed)
+    if dataset is not None:
+        model.add_demonstrations(dataset)
+    rows = learn_with_evaluations(model, steps, eval_freq, eval_episodes, seed + 1000, stop_at=None)
+    cpu = time.process_time() - start
+    return [
+        {
+            "condition": condition,
+            "seed": seed,
+            "timesteps": t,
+            "mean_return": mean,
+            "std_return": std,
+            "train_cpu_s": round(train, 2),
+            "run_cpu_s": round(cpu, 2),
+        }
+        for t, mean, std, train in rows
+    ]
+
+
+def steps_to(rows: list[dict[str, Any]], threshold: float) -> int | None:
+    """:return: the first evaluation after step 0 reaching ``threshold`` (``None``: never)"""
+    return next((row["timesteps"] for row in rows if row["timesteps"] > 0 and row["mean_return"] >= threshold), None)
+
+
+def machine() -> str:
+    import platform
+
+    cpu = platform.processor() or "unknown"
+    with contextlib.suppress(OSError, StopIteration):
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    import minari
+    import torch
+
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
+        f"torch {torch.__version__}, minari {minari.__version__}"
+    )
+
+
+def git_revision() -> str:
+    import subprocess
+
+    try:
+        git = ["git", "-C", str(REPO_ROOT)]
+        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit.strip() + ("+dirty" if dirty.strip() else "")
+
+
+def fmt_steps(steps: int | None) -> str:
+    return "never" if steps is None else f"{steps / 1000:g}k"
+
+
+def write_report(
+    args: argparse.Namespace, teacher: dict[str, Any], rows: list[dict[str, Any]], out: Path, wall: float
+) -> None:
+    """Write ``evaluations.csv``, ``demonstrations.png`` and ``results.md`` to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "evaluations.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+    runs = {(c, s): [r for r in rows if r["condition"] == c and r["seed"] == s] for c in CONDITIONS for s in args.seeds}
+    finals = {key: run[-1]["mean_return"] for key, run in runs.items()}
+    reached = {key: steps_to(run, THRESHOLD) for key, run in runs.items()}
+    areas = {key: float(np.mean([r["mean_return"] for r in run if r["timesteps"] > 0])) for key, run in runs.items()}
+    plot(args, runs, out / "demonstrations.png")
+
+    labels = {"none": "no demonstrations", "minari": f"{teacher['episodes']} demonstrations (Minari dataset)"}
+    lines = [
+        "# Demonstrations from a Minari dataset: PCL on CartPole-v1",
+        "",
+        f"A teacher PCL (seed {args.teacher_seed}) learned until its evaluation reached {THRESHOLD:g} "
+        f"({'reached' if teacher['reached'] else 'NOT reached'}: {teacher['evaluation']:.1f} after "
+        f"{teacher['steps']} steps) and played {teacher['episodes']} deterministic episodes (returns "
+        f"{', '.join(f'{value:g}' for value in teacher['returns'])}; {teacher['transitions']} transitions), written as "
+        f"the local Minari dataset `{DATASET_ID}` with `record_minari_dataset`. Fresh PCL learners (the shipped "
+        f"`hyperparams/pcl.yml` [{ENV_ID}] entry, its learning rate decaying over each run's {args.steps} steps) "
+        "learned with and without that dataset, loaded by `add_demonstrations` (seeded paths: never evicted, "
+        f"sampled with the top priority). Evaluation: {args.eval_episodes} deterministic episodes every "
+        f"{args.eval_freq} steps on a separate env seeded `seed + 1000` (the same for both conditions of a seed). "
+        "The screening rule, fixed before the runs, is in [NOTES.md](NOTES.md).",
+        "",
+        f"- Command: `{args.command}`",
+        f"- Seeds: {', '.join(map(str, args.seeds))}; steps: {args.steps} per learner; teacher budget: "
+        f"{args.teacher_steps} steps",
+        f"- Machine: {machine()}, git {git_revision()}",
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()}; wall time "
+        f"{wall / 60:.1f} min with {args.workers} worker process(es); CPU: teacher {teacher['cpu_s'] / 60:.1f} min, "
+        f"learners {sum(run[-1]['run_cpu_s'] for run in runs.values()) / 60:.1f} min",
+        "",
+        f"Final: the last evaluation ({args.steps} steps). To {THRESHOLD:g}: the first evaluation after step 0 reaching "
+        "it. Mean evaluation: the mean of every evaluation after step 0 (the area under the curve, per evaluation).",
+        "",
+        "| Learner | Final per seed | Final mean | To 475 per seed | Reached | Mean evaluation per seed | Mean evaluation |",
+        "|---|---|---:|---|---:|---|---:|",
+    ]
+    for condition in CONDITIONS:
+        keys = [(condition, seed) for seed in args.seeds]
+        n_reached = sum(reached[key] is not None for key in keys)
+        lines.append(
+            f"| {labels[condition]} | {' / '.join(f'{finals[key]:.1f}' for key in keys)} | "
+            f"{np.mean([finals[key] for key in keys]):.1f} | {' / '.join(fmt_steps(reached[key]) for key in keys)} | "
+            f"{n_reached}/{len(keys)} | {' / '.join(f'{areas[key]:.1f}' for key in keys)} | "
+            f"{np.mean([areas[key] for key in keys]):.1f} |"
+        )
+    lines += ["", "![Evaluations of the learners](demonstrations.png)", ""]
+    (out / "results.md").write_text("\n".join(lines))
+
+
+def plot(args: argparse.Namespace, runs: dict[tuple[str, int], list[dict[str, Any]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4.2))
+    colors = {"none": "tab:gray", "minari": "tab:blue"}
+    names = {"none": "no demonstrations", "minari": "Minari demonstrations"}
+    for condition in CONDITIONS:
+        curves = [runs[(condition, seed)] for seed in args.seeds]
+        steps = np.array([row["timesteps"] for row in curves[0]])
+        values = np.array([[row["mean_return"] for row in run] for run in curves])
+        for run in values:
+            axis.plot(steps, run, color=colors[condition], alpha=0.3, linewidth=0.8)
+        axis.plot(steps, values.mean(axis=0), color=colors[condition], linewidth=2, label=f"{names[condition]} (mean)")
+    axis.axhline(THRESHOLD, color="black", linestyle="--", linewidth=0.8)
+    axis.set_xlabel("env steps")
+    axis.set_ylabel(f"evaluation return ({args.eval_episodes} episodes)")
+    axis.set_title(f"PCL on {ENV_ID}, seeds {', '.join(map(str, args.seeds))} (thin lines: seeds)")
+    axis.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=20_000, help="budget of each learner")
+    parser.add_argument("--eval-freq", type=int, default=2_000)
+    parser.add_argument("--eval-episodes", type=int, default=10)
+    parser.add_argument("--teacher-seed", type=int, default=100)
+    parser.add_argument("--teacher-steps", type=int, default=50_000, help="the teacher's budget (it stops at 475)")
+    parser.add_argument("--n-demos", type=int, default=10, help="episodes of the dataset")
+    parser.add_argument("--workers", type=int, default=1, help="learner processes")
+    parser.add_argument("--dataset-dir", type=Path, help="keep the Minari dataset in this folder (default: temporary)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    if args.steps % args.eval_freq or args.eval_freq < 1:
+        parser.error("--steps must be a multiple of --eval-freq")
+    args.command = shlex.join(["python", "-m", "benchmarks.demonstrations", *(sys.argv[1:] if argv is None else argv)])
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    args = parse_args(argv)
+    start = time.time()
+    with tempfile.TemporaryDirectory() as temporary:
+        dataset_dir = str(args.dataset_dir) if args.dataset_dir is not None else temporary
+        teacher = train_teacher(args, dataset_dir)
+        print(f"teacher: {teacher['steps']} steps, evaluation {teacher['evaluation']:.1f}, dataset {teacher['dataset']}")
+        budget = (args.steps, args.eval_freq, args.eval_episodes)
+        jobs = [
+            (condition, seed, teacher["dataset"] if condition == "minari" else None, *budget)
+            for seed in args.seeds
+            for condition in CONDITIONS
+        ]
+        rows: list[dict[str, Any]] = []
+        if args.workers <= 1:
+            for job in jobs:
+                rows += run_learner(job)
+                print(f"{job[0]} seed {job[1]}: final {rows[-1]['mean_return']:.1f}", flush=True)
+        else:
+            context = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=context) as pool:
+                for job, result in zip(jobs, pool.map(run_learner, jobs), strict=True):
+                    rows += result
+                    print(f"{job[0]} seed {job[1]}: final {result[-1]['mean_return']:.1f}", flush=True)
+    rows.sort(key=lambda row: (CONDITIONS.index(row["condition"]), row["seed"], row["timesteps"]))
+    write_report(args, teacher, rows, args.out, time.time() - start)
+    print(f"wrote {args.out / 'results.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
