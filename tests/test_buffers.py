@@ -1039,3 +1039,15 @@ def test_load_replay_buffer_refuses_malformed_files(tmp_path, trained_pcl):
         ValueError, match=r"holds a replay of observations of shape \(4,\) .*this model has observations of shape \(3,\)"
     ):
         pendulum.load_replay_buffer(good)
+
+
+def test_windows_drawn_in_one_call_are_the_ones_drawn_one_by_one() -> None:
+    paths = [Path(path_id=i, env_idx=0) for i in range(6)]
+    for path, length in zip(paths, (0, 1, 2, 5, 40, 33), strict=True):
+        for slot in range(length):
+            path.append_slot(slot)
+    for max_len in (None, 1, 4, 32):
+        np.random.seed(3)
+        expected = [PathReplayBuffer._draw_window(path, max_len) for path in paths * 3]
+        np.random.seed(3)
+        assert PathReplayBuffer._draw_windows(paths * 3, max_len) == expected

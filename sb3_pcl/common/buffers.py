@@ -962,8 +962,26 @@ class PathReplayBuffer(BaseBuffer):
             chosen = np.random.choice(len(ids), size=size, replace=False, p=probs)
         else:
             chosen = np.random.choice(len(ids), size=batch_size, replace=True, p=probs)
-        segments = [self._draw_window(self.paths[int(path_id)], max_len) for path_id in ids[chosen]]
-        return self._gather(segments, env)
+        return self._gather(self._draw_windows([self.paths[int(path_id)] for path_id in ids[chosen]], max_len), env)
+
+    @staticmethod
+    def _draw_windows(paths: list[Path], max_len: int | None) -> list[tuple[Path, int, int]]:
+        """
+        :param paths: the sampled paths
+        :param max_len: the segment length (``None``: the whole paths)
+        :return: a window ``(path, start, end)`` of each path, as :meth:`_draw_window` draws them one by one (the
+            same random numbers, drawn in one call)
+        """
+        if max_len is None:
+            return [(path, 0, len(path)) for path in paths]
+        lengths = np.array([len(path) for path in paths], dtype=np.int64)
+        drawn = lengths > 1
+        starts = np.zeros(len(paths), dtype=np.int64)
+        if drawn.any():
+            starts[drawn] = np.random.randint(-(max_len - 1), lengths[drawn])
+        begin, end = np.maximum(starts, 0), np.minimum(lengths, starts + max_len)
+        end[~drawn] = lengths[~drawn]
+        return [(path, int(b), int(e)) for path, b, e in zip(paths, begin, end, strict=True)]
 
     @staticmethod
     def _draw_window(path: Path, max_len: int | None) -> tuple[Path, int, int]:
