@@ -650,3 +650,12 @@ def test_non_finite_padding_does_not_leak_into_valid_outputs():
         tau=0.1,
     )
     assert_close(out.residual, clean.residual)
+
+
+def test_window_sums_of_stacked_series_are_those_of_each_series() -> None:
+    gen = th.Generator().manual_seed(0)
+    series = th.randn(12, 5, 3, generator=gen)
+    mask = (th.arange(12).unsqueeze(1) < th.tensor([12, 7, 1, 9, 3])).float()
+    stacked = C.discounted_window_sum(series, mask.unsqueeze(-1), 0.97, 4)
+    for k in range(3):
+        assert th.equal(stacked[..., k], C.discounted_window_sum(series[..., k], mask, 0.97, 4))

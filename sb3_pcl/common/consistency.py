@@ -47,11 +47,11 @@ def discounted_window_sum(x: th.Tensor, mask: th.Tensor, gamma: float, rollout: 
 
     Steps past the end of the batch (or on padding) contribute nothing. Differentiable in ``x``.
 
-    :param x: time-major tensor ``(T, B)``
-    :param mask: ``(T, B)``, 1 on valid steps, 0 on padding
+    :param x: time-major tensor ``(T, B)``, or ``(T, B, K)``: ``K`` series summed side by side
+    :param mask: ``(T, B)`` (``(T, B, 1)`` with ``(T, B, K)`` series), 1 on valid steps, 0 on padding
     :param gamma: discount factor
     :param rollout: window length ``d >= 1``
-    :return: ``(T, B)`` window sums (zero on padding)
+    :return: window sums shaped as ``x`` (zero on padding)
     """
     if rollout < 1:
         raise ValueError(f"rollout must be >= 1, got {rollout}")
@@ -232,13 +232,15 @@ def path_consistency(
             # The virtual start rows are never the far end of a window (the far end of every
             # window is a real step >= 1): their content only keeps the rows aligned.
             far_values = th.cat([values[: rollout - 1], far_values], dim=0)
-    window_rewards = discounted_window_sum(rewards, mask, gamma, rollout)
-    window_log_probs = discounted_window_sum(log_probs, mask, gamma, rollout)
+    # the window sums of rewards, log pi (and log pi - log pi') side by side in one call: the same arithmetic per element
+    summed = [rewards, log_probs, relative] if relative_entropy_coef != 0.0 else [rewards, log_probs]
+    window_sums = discounted_window_sum(th.stack(summed, dim=-1), mask.unsqueeze(-1), gamma, rollout).unbind(-1)
+    window_rewards, window_log_probs = window_sums[0], window_sums[1]
     bootstrap = bootstrap_values(values if far_values is None else far_values, final_values, mask, gamma, rollout)
     values = masked(values, mask)
     residual = -values + bootstrap + window_rewards - tau * window_log_probs
     if relative_entropy_coef != 0.0:
-        residual = residual - relative_entropy_coef * discounted_window_sum(relative, mask, gamma, rollout)
+        residual = residual - relative_entropy_coef * window_sums[2]
     offset = rollout - 1 if start_windows else 0
     return Consistency(masked(residual, mask), window_log_probs, values, bootstrap, mask, offset)
 
