@@ -42,3 +42,21 @@ def test_algorithms_take_schedule_strings(algo_class, env_id, tmp_path):
     assert getattr(loaded, schedule)(0.5) == pytest.approx(0.01)
     with pytest.raises(ValueError, match="cannot read the schedule 'fast'"):
         algo_class("MlpPolicy", env, ent_coef="fast")
+
+
+@pytest.mark.parametrize("algo", ["pcl", "reinforce"])
+def test_a_budget_overshot_by_the_last_collection_ends_the_schedules_at_their_end_value(algo: str) -> None:
+    # rl-zoo3's lin_<x>: p * x, negative for p < 0 (a collection of n_envs * train_freq steps ends past the budget)
+    from sb3_pcl import PCL, Reinforce
+
+    def rl_zoo3_linear(progress_remaining: float) -> float:
+        return progress_remaining * 1e-3
+
+    if algo == "pcl":
+        model = PCL("MlpPolicy", "CartPole-v1", learning_rate=rl_zoo3_linear, learning_starts=0, train_freq=8, seed=0)
+        model.learn(1003)  # 126 collections of 8 steps: 1008 steps
+    else:
+        model = Reinforce("MlpPolicy", "CartPole-v1", learning_rate=rl_zoo3_linear, num_samples=2, seed=0)
+        model.learn(101)
+    assert model.num_timesteps > model._total_timesteps
+    assert model._current_progress_remaining == 0.0

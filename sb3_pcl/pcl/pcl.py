@@ -28,7 +28,7 @@ from sb3_pcl.common.consistency import (
 )
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
-from sb3_pcl.common.schedules import parse_schedule
+from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.trust_region import state_kl
 from sb3_pcl.common.validation import ObservationSpaceChecks, build_part, check, check_saved_by, is_int, is_real
 from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
@@ -53,7 +53,7 @@ def fused_adam(policy_kwargs: dict[str, Any], device: th.device) -> dict[str, An
     return {**policy_kwargs, "optimizer_kwargs": {**optimizer_kwargs, "fused": True}}
 
 
-class PCL(ObservationSpaceChecks, OffPolicyAlgorithm):
+class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     """
     Path Consistency Learning (PCL).
 

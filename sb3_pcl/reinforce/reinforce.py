@@ -28,7 +28,7 @@ from sb3_pcl.common.episodes import (
     ment_bonus,
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
-from sb3_pcl.common.schedules import parse_schedule
+from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.validation import ObservationSpaceChecks, check, check_saved_by, is_int, is_real
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
@@ -47,7 +47,7 @@ _OLD_SAVE_ATTRIBUTES = (
 )
 
 
-class Reinforce(ObservationSpaceChecks, BaseAlgorithm):
+class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     """
     REINFORCE with an entropy bonus (MENT) and a non-parametric K-sample baseline.
 
