@@ -2,11 +2,12 @@
 Do demonstrations from a Minari dataset speed up PCL? (issue #33)
 
 A teacher PCL agent is trained on CartPole-v1 (:data:`PCL_SETTINGS`: the ``hyperparams/pcl.yml`` entry when the
-results were made) until its evaluation reaches the threshold, and plays ``--n-demos`` deterministic episodes, written as a local Minari dataset
-(:func:`sb3_pcl.common.minari_io.record_minari_dataset`). Then, for each seed, a fresh PCL learns with the same
-entry and budget, once without demonstrations and once with the dataset loaded by ``add_demonstrations`` (seeded
-paths: never evicted, sampled with the top priority). Every learner is evaluated at step 0 and every ``--eval-freq``
-steps on ``--eval-episodes`` deterministic episodes of a separate env seeded ``seed + 1000``.
+results were made) until its evaluation reaches the threshold, and plays ``--n-demos`` deterministic episodes, written
+as a local Minari dataset (:func:`sb3_pcl.common.minari_io.record_minari_dataset`). Then, for each seed, a fresh PCL
+learns with the same settings and budget, once without demonstrations and once with the dataset loaded by
+``add_demonstrations`` (seeded paths: never evicted, sampled with the top priority). Every learner is evaluated at
+step 0 and every ``--eval-freq`` steps on ``--eval-episodes`` deterministic episodes of a separate env seeded
+``seed + 1000``.
 
     nice -n 10 python -m benchmarks.demonstrations                 # the committed run (about 10 CPU minutes)
     python -m benchmarks.demonstrations --seeds 0 --steps 2000 --eval-freq 1000 --teacher-steps 2000 --out /tmp/demo
