@@ -1,0 +1,53 @@
+"""benchmarks/speed.py: the throughput benchmark's timers and report (tiny budgets; no timing is asserted)."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks import speed
+
+
+def test_part_timer_counts_each_call_to_its_own_part_only() -> None:
+    timer = speed.PartTimer()
+    with timer.part("outer"):
+        time.sleep(0.02)
+        with timer.part("inner"):
+            time.sleep(0.03)
+    assert timer.totals["inner"] >= 0.03
+    assert 0.02 <= timer.totals["outer"] < 0.03 + 0.02  # the inner part's time is not counted twice
+
+
+def test_speed_writes_the_table_the_breakdown_and_the_threshold_runs(tmp_path: Path) -> None:
+    args = ["--configs", "pcl:CartPole-v1", "--reps", "2", "--steps", "64", "--warmup", "0", "--out", str(tmp_path)]
+    args += ["--json", str(tmp_path / "raw.json"), "--threshold-seeds", "0", "--threshold-algos", "pcl"]
+    args += ["--threshold-budget", "64", "--threshold-eval-freq", "32"]
+    assert speed.main(args) == 0
+    raw = json.loads((tmp_path / "raw.json").read_text())
+    run = raw["runs"]["pcl:CartPole-v1"]
+    assert len(run["steps_per_s"]) == 2 and run["n_envs"] == 8
+    assert run["breakdown"]["env_steps"] >= 64 and set(run["breakdown"]["parts_s"]) == set(speed.PARTS)
+    assert raw["threshold"]["records"][0]["algo"] == "pcl"
+    report = (tmp_path / "results.md").read_text()
+    assert "| pcl:CartPole-v1 | PCL | 8 |" in report and "where the time goes" in report and "wall-clock" in report
+    assert (tmp_path / "speed.png").is_file()
+    # a later run reports the earlier one as "before"
+    assert speed.main([*args[:10], "--no-breakdown", "--baseline", str(tmp_path / "raw.json")]) == 0
+    assert "After / before" in (tmp_path / "results.md").read_text()
+
+
+def test_speed_rejects_a_malformed_configuration() -> None:
+    with pytest.raises(ValueError, match="'algo:env'"):
+        speed.main(["--configs", "pcl-CartPole-v1"])
+
+
+def test_configurations_name_their_torch_threads_and_a_load_runs_alongside() -> None:
+    assert speed._configure("pcl:CartPole-v1") == ("pcl", "CartPole-v1", 1)
+    assert speed._configure("trust_pcl:HalfCheetah-v5@2") == ("trust_pcl", "HalfCheetah-v5", 2)
+    for bad in ("pcl:CartPole-v1@0", "pcl:CartPole-v1@x", ":CartPole-v1"):
+        with pytest.raises(ValueError, match="algo:env@threads"):
+            speed._configure(bad)
+    with speed.machine_load(1):
+        pass  # the busy process is started, then stopped
+    assert speed.load_text(2).startswith("Machine loaded with 2")
