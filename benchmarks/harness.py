@@ -9,7 +9,10 @@ as custom hyperparameters, preprocesses the entry (``lin_<x>`` schedules, ``norm
 ``env_wrapper``, ``vec_env_wrapper``, ``callback``, ``frame_stack``, ``env_kwargs``, action noise) and creates the
 training env and the evaluation env. Only rl-zoo3's ``learn()`` is replaced, by :class:`BudgetEvalCallback`: it
 stops at the step budget and evaluates every ``eval_freq`` env steps (summed over the parallel envs), with the
-evaluation time kept out of the training wall-clock. Nothing is written outside the output folder.
+evaluation time kept out of the training wall-clock. In the equal-wall-clock mode (``time_budget``, issue #35) it stops
+at a training wall-clock budget instead, each run on a core of its own, also evaluating at fixed wall-clock intervals
+(``eval_seconds``), and the summary reports the return against steps and against seconds. Nothing is written outside
+the output folder.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,6 +66,10 @@ EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return",
 #: ``eval``: deterministic episodes on a separate env; ``train``: mean return of the last 100 training episodes
 #: (the model's ``ep_info_buffer``, gym's "solved" criterion of the algorithmic tasks)
 METRICS = ("eval", "train")
+#: Fractions of a time budget at which every run is evaluated and the equal-wall-clock table of ``results.md`` reports
+TIME_FRACTIONS = (0.25, 0.5, 1.0)
+#: ``--steps`` of a time-budget run given none: no step cap in practice
+TIME_BUDGET_STEP_CAP = 10**12
 #: ``algorithmic`` is :class:`sb3_pcl.envs.AlgorithmicVecEnv` (the same episodes as ``dummy`` on the algorithmic tasks)
 VEC_ENV_TYPES = ("dummy", "subproc", "algorithmic")
 #: Where the runs execute: ``local`` worker processes, or ``ray`` tasks (a local Ray instance or a cluster)
@@ -72,6 +80,8 @@ EVALUATIONS_FILENAME = "evaluations.csv"
 RUN_METADATA_FILENAME = "run_metadata.json"
 CONFIG_FILENAME = "config.json"
 SUMMARY_FILENAME = "results.md"
+#: ``<env><suffix>.png``: the learning curves against training seconds of the envs with time-budget runs
+SECONDS_PLOT_SUFFIX = "_seconds"
 #: The options of a grid's runs recorded with each invocation in ``config.json``
 RUN_OPTIONS = ("steps", "eval_freq", "n_eval_episodes", "hyperparams_dir", "device", "env_packages", "eval_at_start")
 RUN_OPTIONS += ("metric", "stop_at_threshold", "vec_env")
@@ -189,24 +199,55 @@ def _display_path(path: Path) -> str:
     return str(path)
 
 
-def _entry_key(path: Path, env_id: str) -> str:
-    """:return: The key rl-zoo3 reads for ``env_id`` in ``path``: the env id, else ``atari`` / ``default``"""
+def _entry_key(path: Path, env_id: str, fallback: str | None = None) -> str:
+    """
+    :param fallback: Key read when ``path`` has no entry for ``env_id`` but has one for it (``--zoo-v4-entries``)
+    :return: The key rl-zoo3 reads for ``env_id`` in ``path``: the env id, else ``fallback``, else ``atari`` / ``default``
+    """
     content = yaml.safe_load(path.read_text()) or {}
     if env_id in content:
         return env_id
+    if fallback is not None and fallback in content:
+        return fallback
     return "atari" if "atari" in content and env_id.startswith("ALE/") else "default"
 
 
-def load_hyperparams(algo: str, env_id: str, hyperparams_dir: str | Path | None = None) -> tuple[dict[str, Any], str]:
+def zoo_v4_id(env_id: str) -> str | None:
+    """:return: The ``-v4`` id of a ``-v5`` env id (``HalfCheetah-v5`` -> ``HalfCheetah-v4``), else ``None``"""
+    match = re.fullmatch(r"(.+)-v5", env_id)
+    return f"{match.group(1)}-v4" if match else None
+
+
+def resolve_entry(
+    algo: str, env_id: str, hyperparams_dir: str | Path | None = None, zoo_v4_entries: bool = False
+) -> tuple[Path, str]:
+    """
+    :param algo: Benchmark name of an algorithm or variant
+    :param env_id: Gymnasium env id
+    :param hyperparams_dir: Folder searched first for the algorithm's file
+    :param zoo_v4_entries: For a baseline (its file ships with rl-zoo3) whose file has no entry for a ``-v5`` env id:
+        read its ``-v4`` entry (rl-zoo3 publishes tuned MuJoCo settings of SAC, TD3, TRPO... for the v4 tasks only)
+    :return: The YAML file and the key of the entry rl-zoo3 reads (the env id, the v4 id, ``atari`` or ``default``)
+    """
+    path = hyperparams_path(algo, hyperparams_dir)
+    fallback = zoo_v4_id(env_id) if zoo_v4_entries and ALGORITHMS[split_variant(algo)[0]].zoo_hyperparams else None
+    return path, _entry_key(path, env_id, fallback)
+
+
+def load_hyperparams(
+    algo: str, env_id: str, hyperparams_dir: str | Path | None = None, zoo_v4_entries: bool = False
+) -> tuple[dict[str, Any], str]:
     """
     :param algo: Benchmark name of an algorithm or variant
     :param env_id: Gymnasium env id
     :param hyperparams_dir: Folder searched first for the algorithm's and the variant's files
+    :param zoo_v4_entries: Read a baseline's ``-v4`` entry for a ``-v5`` env without one (:func:`resolve_entry`)
     :return: The variant's overrides for the env (its env entry, else its ``default`` entry; ``{}`` for a plain
-        algorithm) and where the hyperparameters come from (``hyperparams/pcl.yml [CartPole-v1] + ...``)
+        algorithm) and where the hyperparameters come from (``hyperparams/pcl.yml [CartPole-v1] + ...``; an entry of
+        another env id says so: ``rl_zoo3/hyperparams/sac.yml [HalfCheetah-v4 for HalfCheetah-v5]``)
     """
-    path = hyperparams_path(algo, hyperparams_dir)
-    source = f"{_display_path(path)} [{_entry_key(path, env_id)}]"
+    path, key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries)
+    source = f"{_display_path(path)} [{key}{f' for {env_id}' if key == zoo_v4_id(env_id) else ''}]"
     if split_variant(algo)[1] is None:
         return {}, source
     override_path = variant_overrides_path(algo, hyperparams_dir)
@@ -240,6 +281,7 @@ def make_experiment(
     overrides: Mapping[str, Any] | None = None,
     eval_env: bool = True,
     verbose: int = 0,
+    zoo_v4_entries: bool = False,
 ) -> Experiment:
     """
     Build one run's model with rl-zoo3's ``ExperimentManager`` (no log folder is written).
@@ -254,12 +296,13 @@ def make_experiment(
     :param overrides: Hyperparameters replacing the entry's (after the variant's), as rl-zoo3's ``--hyperparams``
     :param eval_env: Create the evaluation env (same wrappers; ``VecNormalize`` frozen, rewards not normalised)
     :param verbose: Verbosity of the model
+    :param zoo_v4_entries: A baseline without an entry for a ``-v5`` env reads its ``-v4`` entry (:func:`resolve_entry`)
     :return: The experiment
     """
     for package in env_packages:
         importlib.import_module(package)
     algo_class = get_algorithm_class(algo)
-    custom, source = load_hyperparams(algo, env_id, hyperparams_dir)
+    custom, source = load_hyperparams(algo, env_id, hyperparams_dir, zoo_v4_entries)
     custom.update(overrides or {})
     vec_env = vec_env or "dummy"
     if vec_env not in VEC_ENV_TYPES:
@@ -267,6 +310,7 @@ def make_experiment(
 
     # Imported here: rl_zoo3 patches gymnasium's TimeLimit on import and pulls in optuna
     from rl_zoo3.exp_manager import ExperimentManager
+    from rl_zoo3.utils import EnvironmentName
 
     manager = ExperimentManager(
         argparse.Namespace(),
@@ -285,8 +329,14 @@ def make_experiment(
         from sb3_pcl.envs import AlgorithmicVecEnv
 
         manager.vec_env_class = AlgorithmicVecEnv
-    with contextlib.redirect_stdout(io.StringIO()):  # rl-zoo3 prints the hyperparameters it reads
-        raw, saved = manager.read_hyperparameters()
+    entry_key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries)[1]
+    if entry_key == zoo_v4_id(env_id):  # rl-zoo3 looks the entry up by the env id: give it the v4 id for that only
+        manager.env_name = EnvironmentName(entry_key)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # rl-zoo3 prints the hyperparameters it reads
+            raw, saved = manager.read_hyperparameters()
+    finally:
+        manager.env_name = EnvironmentName(env_id)
     raw.setdefault("n_timesteps", 1)  # required by rl-zoo3, unused: the budget comes from the harness
     hyperparams, manager.env_wrapper, callbacks, manager.vec_env_wrapper = manager._preprocess_hyperparams(raw)
     # ExperimentManager keeps the eval env kwargs of its constructor: use the entry's for both envs
@@ -323,11 +373,25 @@ def curriculum_length(env: VecEnv | None) -> float:
     return float(np.mean(lengths)) if lengths else math.nan
 
 
+def _check_seconds(**values: float | None) -> None:
+    """:raises ValueError: naming the first value that is given and is not a positive finite number of seconds"""
+    for name, value in values.items():
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+
+
 class BudgetEvalCallback(BaseCallback):
     """
     Evaluate at step 0 and each time the env steps (summed over the parallel envs) reach the next multiple of
     ``eval_freq``; stop training when ``budget`` steps are spent, or at the first evaluation after step 0 that
     reaches ``stop_threshold``. Evaluation time is excluded from the recorded training time.
+
+    With ``time_budget``, training also stops at the first env step at which the training wall-clock (evaluation
+    excluded) reaches it, and the run is also evaluated at the first env step past each of its
+    :data:`TIME_FRACTIONS` below 1 (the columns of the equal-wall-clock table). With ``eval_seconds``, it is also
+    evaluated at the first env step past each multiple of ``eval_seconds`` of training wall-clock. The clock is read
+    only between env steps: a run overshoots a mark by at most one env step or one update phase (PPO's epochs,
+    an off-policy algorithm's gradient steps), and the records hold the actual training time.
 
     :param eval_env: Evaluation env (``metric="eval"``); ``VecNormalize`` statistics are copied from the training env
     :param eval_freq: Evaluation interval in env steps
@@ -338,6 +402,8 @@ class BudgetEvalCallback(BaseCallback):
     :param stop_threshold: Stop at the first evaluation after step 0 reaching it (``None``: spend the budget)
     :param progress_path: CSV rewritten after every evaluation with the records so far (``progress_columns`` first)
     :param progress_columns: Constant columns of the progress file (algo, env, seed)
+    :param time_budget: Training wall-clock budget in seconds (``None``: none)
+    :param eval_seconds: Evaluation interval in seconds of training wall-clock (``None``: only at step multiples)
     """
 
     def __init__(
@@ -351,39 +417,64 @@ class BudgetEvalCallback(BaseCallback):
         stop_threshold: float | None = None,
         progress_path: str | Path | None = None,
         progress_columns: Mapping[str, Any] | None = None,
+        time_budget: float | None = None,
+        eval_seconds: float | None = None,
     ):
         super().__init__(verbose=0)
         if eval_freq <= 0 or n_eval_episodes <= 0 or budget <= 0:
             raise ValueError("eval_freq, n_eval_episodes and budget must be positive")
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+        _check_seconds(time_budget=time_budget, eval_seconds=eval_seconds)
         self.eval_env, self.eval_freq, self.n_eval_episodes, self.budget = eval_env, eval_freq, n_eval_episodes, budget
         self.eval_at_start, self.metric, self.stop_threshold = eval_at_start, metric, stop_threshold
+        self.time_budget, self.eval_seconds = time_budget, eval_seconds
         self.progress_path = Path(progress_path) if progress_path is not None else None
         self.progress_columns = dict(progress_columns or {})
         self.records: list[dict[str, float]] = []
         self.stopped_at_threshold = False
+        self.stopped_at_time_budget = False
         self._start, self._eval_time, self._next_eval = 0.0, 0.0, eval_freq
+        self._next_time_eval = self._time_mark_after(0.0)
+
+    def train_time(self) -> float:
+        """:return: Seconds of training since the start of ``learn()``, evaluation excluded"""
+        return time.perf_counter() - self._start - self._eval_time
+
+    def _time_mark_after(self, seconds: float) -> float:
+        """:return: The first wall-clock evaluation mark after ``seconds`` of training (``inf`` without one)"""
+        marks = [math.inf]
+        if self.eval_seconds is not None:
+            marks.append((math.floor(seconds / self.eval_seconds) + 1) * self.eval_seconds)
+        if self.time_budget is not None:
+            marks += [fraction * self.time_budget for fraction in TIME_FRACTIONS if fraction * self.time_budget > seconds]
+        return min(mark for mark in marks if mark > seconds)
 
     def _on_training_start(self) -> None:
         self._start, self._eval_time = time.perf_counter(), 0.0
         self._next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
+        self._next_time_eval = self._time_mark_after(0.0)
         if self.eval_at_start:
             self.evaluate()
 
     def _on_step(self) -> bool:
-        if self.model.num_timesteps >= self._next_eval:
+        seconds = self.train_time()
+        if self.model.num_timesteps >= self._next_eval or seconds >= self._next_time_eval:
             record = self.evaluate()
             self._next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
+            self._next_time_eval = self._time_mark_after(seconds)
             if self.stop_threshold is not None and record["mean_return"] >= self.stop_threshold:
                 self.stopped_at_threshold = True
                 return False
+        if self.time_budget is not None and seconds >= self.time_budget:
+            self.stopped_at_time_budget = True
+            return False
         return self.model.num_timesteps < self.budget
 
     def evaluate(self) -> dict[str, float]:
         """:return: The new record (``timesteps, mean_return, std_return, wall_time_s, fps, curriculum_length``)"""
         eval_start = time.perf_counter()
-        train_time = eval_start - self._start - self._eval_time
+        train_time = self.train_time()
         if self.metric == "train":
             returns = [float(info["r"]) for info in self.model.ep_info_buffer or []]
         else:
@@ -440,7 +531,8 @@ def _jsonable(value: Any) -> Any:
 class RunTask:
     """
     One (algo, env, seed) run, as sent to a worker process; the other fields are the options of ``python -m
-    benchmarks.run`` (``threshold``: the env's ``--threshold``, default its ``spec.reward_threshold``).
+    benchmarks.run`` (``threshold``: the env's ``--threshold``, default its ``spec.reward_threshold``; ``time_budget``
+    and ``eval_seconds`` in seconds of training wall-clock, ``steps`` then being a cap).
     """
 
     algo: str
@@ -458,10 +550,14 @@ class RunTask:
     stop_at_threshold: bool = False
     threshold: float | None = None
     vec_env: str | None = None
+    time_budget: float | None = None
+    eval_seconds: float | None = None
+    zoo_v4_entries: bool = False
 
     def __post_init__(self) -> None:
         if self.steps <= 0 or self.eval_freq <= 0 or self.n_eval_episodes <= 0:
             raise ValueError("steps, eval_freq and n_eval_episodes must be positive")
+        _check_seconds(time_budget=self.time_budget, eval_seconds=self.eval_seconds)
         if self.metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
         if self.vec_env is not None and self.vec_env not in VEC_ENV_TYPES:
@@ -471,6 +567,18 @@ class RunTask:
     def name(self) -> str:
         """:return: The run's file name stem ``<algo>__<env>__seed<seed>``"""
         return run_name(self.algo, self.env, self.seed)
+
+
+#: Options of the equal-wall-clock mode (issue #35), recorded in the metadata and ``config.json`` only when set, so
+#: that the files of a step-budget grid stay as they were
+TIME_OPTIONS = ("time_budget", "eval_seconds", "zoo_v4_entries")
+
+
+def _task_options(task: RunTask) -> dict[str, Any]:
+    """:return: The task's fields, those of :data:`TIME_OPTIONS` only when set"""
+    return {
+        key: value for key, value in dataclasses.asdict(task).items() if key not in TIME_OPTIONS or value not in (None, False)
+    }
 
 
 def run_name(algo: str, env_id: str, seed: int) -> str:
@@ -503,6 +611,7 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
         task.env_packages,
         task.vec_env,
         eval_env=task.metric == "eval",
+        zoo_v4_entries=task.zoo_v4_entries,
     )
     train_env = experiment.model.get_env()
     try:
@@ -519,6 +628,8 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
             threshold if task.stop_at_threshold else None,
             progress_path,
             {"algo": task.algo, "env": task.env, "seed": task.seed},
+            task.time_budget,
+            task.eval_seconds,
         )
         experiment.model.learn(total_timesteps=task.steps, callback=[callback, *experiment.callbacks])
         if not callback.records or callback.records[-1]["timesteps"] != experiment.model.num_timesteps:
@@ -534,7 +645,7 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
     frame = frame.reindex(columns=list(EVAL_COLUMNS))
     final = frame.iloc[-1]
     metadata = {
-        **{key: value for key, value in dataclasses.asdict(task).items() if key not in ("out_dir", "threshold")},
+        **{key: value for key, value in _task_options(task).items() if key not in ("out_dir", "threshold")},
         "algorithm_class": f"{type(experiment.model).__module__}.{type(experiment.model).__qualname__}",
         "n_envs": experiment.n_envs,
         "vec_env": type(train_env.unwrapped).__name__ if train_env is not None else None,
@@ -548,6 +659,8 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
         "train_time_s": float(final["wall_time_s"]),
         "total_time_s": time.perf_counter() - start,
     }
+    if task.time_budget is not None:
+        metadata["stopped_at_time_budget"] = callback.stopped_at_time_budget
     return frame, _jsonable(metadata)
 
 
@@ -587,13 +700,70 @@ def _success(name: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": name, "ok": True, "final": metadata["final_mean_return"], "steps": metadata["final_timesteps"]}
 
 
+def available_cores() -> list[int]:
+    """:return: The CPU cores this process may run on (its affinity mask where the platform has one)"""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+#: In a worker of a time-budget pool: the queue of the cores not held by a running run (:func:`_pinned_core`)
+_FREE_CORES: Any = None
+
+
+def _init_worker(free_cores: Any) -> None:
+    """Initializer of the worker processes of a time-budget pool: keep the pool's queue of free cores."""
+    global _FREE_CORES
+    _FREE_CORES = free_cores
+
+
+@contextlib.contextmanager
+def _pinned_core() -> Iterator[int | None]:
+    """
+    In a worker of a time-budget pool: take a free core from the pool's queue, pin this process to it for the run
+    (``os.sched_setaffinity``; the threads and subprocesses it starts inherit it) and give it back afterwards. The
+    queue holds every available core and at most ``workers <= cores`` runs execute at once, so no two concurrent runs
+    share a core, whichever worker runs them (also with a fresh process per run).
+
+    :return: The core, ``None`` outside such a pool
+    """
+    if _FREE_CORES is None:
+        yield None
+        return
+    core = int(_FREE_CORES.get())
+    try:
+        os.sched_setaffinity(0, {core})
+        yield core
+    finally:
+        _FREE_CORES.put(core)
+
+
+@contextlib.contextmanager
+def _single_threaded_libraries() -> Iterator[None]:
+    """Set ``OMP/MKL/OPENBLAS_NUM_THREADS=1`` while the pool starts its workers (spawned processes inherit them)."""
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(dict.fromkeys(names, "1"))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _run_task(task: RunTask) -> dict[str, Any]:
     """Worker entry point: run one task and write its CSV and JSON (or ``.err``) at once; never raises."""
     runs_dir = Path(task.out_dir) / RUNS_DIRNAME
     runs_dir.mkdir(parents=True, exist_ok=True)
     progress = runs_dir / f"{task.name}{PROGRESS_SUFFIX}"
     try:
-        frame, metadata = run_experiment(task, progress)
+        with _pinned_core() as core:
+            frame, metadata = run_experiment(task, progress)
+        if core is not None:
+            metadata["cpu_core"] = core
     except Exception:
         return _record_failure(task, traceback.format_exc())
     _write_run(runs_dir, task.name, frame.to_csv(index=False), metadata)
@@ -610,7 +780,7 @@ def _log_result(result: Mapping[str, Any], done: int, total: int) -> None:
 
 
 def _execute(
-    tasks: Sequence[RunTask], workers: int, fresh_process_per_run: bool, backend: str = "local"
+    tasks: Sequence[RunTask], workers: int, fresh_process_per_run: bool, backend: str = "local", pin_cores: bool = False
 ) -> list[dict[str, Any]]:
     """
     Run the tasks and write their files into ``runs/`` of their output folder.
@@ -620,6 +790,8 @@ def _execute(
     :param fresh_process_per_run: Start a new process for every run
     :param backend: ``local``: a pool of spawned processes on this machine; ``ray``: one Ray task per run on the Ray
         instance this process is connected to (:func:`_ray_session`)
+    :param pin_cores: (``local``, time-budget mode) run each run on a core of its own (:func:`_pinned_core`; needs
+        ``workers <= len(available_cores())``) and start the workers with one OpenMP / MKL / OpenBLAS thread
     :return: One result per run (``ok``, and ``error`` / ``err_path`` for a failed run)
     """
     if backend == "ray":
@@ -627,11 +799,19 @@ def _execute(
     if backend != "local":
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     context = multiprocessing.get_context("spawn")
-    pool_kwargs = {"max_tasks_per_child": 1} if fresh_process_per_run else {}
+    pool_kwargs: dict[str, Any] = {"max_tasks_per_child": 1} if fresh_process_per_run else {}
     results: list[dict[str, Any]] = []
     todo = list(tasks)
     while todo:
-        with concurrent.futures.ProcessPoolExecutor(min(workers, len(todo)), mp_context=context, **pool_kwargs) as pool:
+        if pin_cores and hasattr(os, "sched_setaffinity"):
+            free_cores = context.Queue()
+            for core in available_cores():
+                free_cores.put(core)
+            pool_kwargs.update(initializer=_init_worker, initargs=(free_cores,))
+        with (
+            _single_threaded_libraries() if pin_cores else contextlib.nullcontext(),
+            concurrent.futures.ProcessPoolExecutor(min(workers, len(todo)), mp_context=context, **pool_kwargs) as pool,
+        ):
             futures = {pool.submit(_run_task, task): task for task in todo}
             broken: list[RunTask] = []
             for future in concurrent.futures.as_completed(futures):
@@ -902,6 +1082,26 @@ def _record_finished_invocation(config_path: Path, invocation: dict[str, Any], f
     _atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
 
 
+def _check_time_budget_pool(backend: str, workers: int | None) -> None:
+    """
+    :raises ValueError: if a time-budget grid would not give each run a core of its own: the Ray backend (its nodes
+        differ and it does not pin), or more workers than available cores
+    """
+    if backend != "local":
+        raise ValueError(
+            "time_budget needs the local backend: equal wall-clock budgets compare runs on one machine, each on a core of "
+            f"its own, which the {backend!r} backend does not arrange"
+        )
+    cores = available_cores()
+    if workers is not None and workers > len(cores):
+        raise ValueError(
+            f"time_budget with {workers} workers on {len(cores)} available cores: runs sharing a core would get unequal "
+            f"budgets; use at most {len(cores)} workers"
+        )
+    if not hasattr(os, "sched_setaffinity"):
+        logger.warning("This platform cannot pin processes to cores (no os.sched_setaffinity): the runs are not pinned")
+
+
 def run_grid(
     algos: Sequence[str],
     envs: Sequence[str],
@@ -924,8 +1124,12 @@ def run_grid(
         run, on a new local Ray instance of ``workers`` CPUs or on the cluster at ``address`` (results and failures are
         written here either way)
     :param address: With ``ray``: ``auto`` or ``HOST:PORT`` of a running cluster's head
-    :param settings: The run options of :class:`RunTask` (``steps`` and ``eval_freq`` required)
+    :param settings: The run options of :class:`RunTask` (``steps`` and ``eval_freq`` required). With ``time_budget``
+        (seconds of training per run; ``steps`` is then a cap, :data:`TIME_BUDGET_STEP_CAP` for none) the grid needs
+        the local backend and ``workers`` at most the available cores (default: all of them): each run is pinned to a
+        core of its own (:func:`_pinned_core`) in a worker started with one OpenMP / MKL / OpenBLAS thread
     :return: All evaluations in ``out_dir``
+    :raises ValueError: for bad settings, before anything is written
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -956,6 +1160,9 @@ def run_grid(
     ]
     existing = completed_runs(out) if skip_existing else set()
     todo = [task for task in tasks if task.name not in existing]
+    if template.time_budget is not None:
+        _check_time_budget_pool(backend, workers)
+        workers = workers or len(available_cores())
     workers = workers or os.cpu_count() or 1
     invocation: dict[str, Any] = {
         "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
@@ -963,8 +1170,10 @@ def run_grid(
         "envs": envs,
         "seeds": seeds,
     }
-    invocation.update((key, value) for key, value in dataclasses.asdict(template).items() if key in RUN_OPTIONS)
+    invocation.update((key, value) for key, value in _task_options(template).items() if key in RUN_OPTIONS + TIME_OPTIONS)
     invocation.update(workers=workers, skip_existing=skip_existing, thresholds=dict(thresholds or {}), backend=backend)
+    if template.time_budget is not None:
+        invocation["pinned_cores"] = available_cores() if hasattr(os, "sched_setaffinity") else None
     with contextlib.ExitStack() as stack:
         if backend == "ray" and todo:  # connect before recording the invocation: a bad address leaves no trace
             invocation["ray"] = stack.enter_context(_ray_session(workers, address))
@@ -977,7 +1186,7 @@ def run_grid(
 
         where = f"Ray ({invocation['ray']['address']})" if "ray" in invocation else f"{workers} worker(s)"
         logger.info("Running %d run(s) (%d skipped) on %s into %s", len(todo), len(tasks) - len(todo), where, out)
-        results = _execute(todo, workers, fresh_process_per_run, backend)
+        results = _execute(todo, workers, fresh_process_per_run, backend, pin_cores=template.time_budget is not None)
     failed = sorted(result["name"] for result in results if not result["ok"])
     _record_finished_invocation(config_path, invocation, failed)
     frame = merge_runs(out, drop=failed)
@@ -1127,7 +1336,14 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
         algos.append(name + (f" ({', '.join(block['envs'])})" if partial else ""))
     envs = _ordered({env for block in blocks for env in block["envs"]}, invocation.get("envs"))
     seeds = sorted({seed for block in blocks for seed in block.get("seeds", invocation.get("seeds", []))})
-    evaluation = f"every {invocation.get('eval_freq')} steps, " + (
+    eval_freq, cap = invocation.get("eval_freq") or 0, invocation.get("steps") or TIME_BUDGET_STEP_CAP
+    no_step_evaluations = invocation.get("time_budget") is not None and eval_freq >= cap  # none before the step cap
+    schedule = [] if no_step_evaluations else [f"{invocation.get('eval_freq')} steps"]
+    if invocation.get("time_budget") is not None:
+        schedule.append(", ".join(f"{fraction:.0%}" for fraction in TIME_FRACTIONS if fraction < 1) + " of the budget")
+    if invocation.get("eval_seconds") is not None:
+        schedule.append(f"{invocation['eval_seconds']:g} s")
+    evaluation = f"every {' and '.join(schedule)}, " + (
         "last 100 training episodes"
         if invocation.get("metric", "eval") == "train"
         else f"{invocation.get('n_eval_episodes')} deterministic episodes"
@@ -1140,12 +1356,71 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
         "; ".join(algos),
         ", ".join(envs),
         " ".join(map(str, seeds)),
-        str(invocation.get("steps")),
+        _budget(invocation.get("steps"), invocation.get("time_budget")),
         evaluation,
         f"{machine.get('cpu', 'unknown')}; {machine.get('cores', '?')} cores",
         ", ".join([f"git {machine.get('git', 'unknown')}", *versions]),
         f"{invocation.get('started', '?')} - {invocation.get('finished') or 'not recorded'}",
     ]
+
+
+def _budget(steps: Any, time_budget: float | None) -> str:
+    """:return: A budget as ``512`` (steps), ``3600 s of training`` or ``3600 s of training, at most 1M steps``"""
+    if time_budget is None:
+        return str(steps)
+    cap = f", at most {_steps(float(steps))} steps" if steps is not None and int(steps) < TIME_BUDGET_STEP_CAP else ""
+    return f"{time_budget:g} s of training{cap}"
+
+
+def time_budget_evaluations(frame: pd.DataFrame, run_metadata: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """
+    The evaluations of the time-budget runs at the fractions :data:`TIME_FRACTIONS` of their budget.
+
+    A run is evaluated at the first env step past each fraction of its budget (and stops at the first past the whole
+    budget, then evaluated), so the evaluation for fraction ``f`` is its first at or after ``f * time_budget`` seconds
+    of training. A run that ended before (its step cap, or ``--stop-at-threshold``) gives its last evaluation there,
+    marked ``ended_early``.
+
+    :param frame: Evaluations (columns :data:`EVAL_COLUMNS`)
+    :param run_metadata: Metadata of the runs by run name; runs without a ``time_budget`` are left out
+    :return: One row per (env, algo, seed, fraction): ``time_budget``, ``timesteps``, ``wall_time_s``, ``mean_return``,
+        ``ended_early``
+    """
+    budgets = {name: float(meta["time_budget"]) for name, meta in run_metadata.items() if meta.get("time_budget")}
+    columns = ["env", "algo", "seed", "fraction", "time_budget", "timesteps", "wall_time_s", "mean_return", "ended_early"]
+    rows = []
+    for (env, algo, seed), run in frame.groupby(["env", "algo", "seed"], sort=True):
+        budget = budgets.get(run_name(str(algo), str(env), int(seed)))
+        if budget is None:
+            continue
+        run = run.sort_values("wall_time_s")
+        for fraction in TIME_FRACTIONS:
+            after = run[run["wall_time_s"] >= fraction * budget]
+            record = after.iloc[0] if len(after) else run.iloc[-1]
+            steps, seconds, value = int(record["timesteps"]), float(record["wall_time_s"]), float(record["mean_return"])
+            rows.append([env, algo, int(seed), fraction, budget, steps, seconds, value, not len(after)])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _equal_wall_clock_lines(evaluations: pd.DataFrame, algos: Sequence[str]) -> list[str]:
+    """:return: The equal-wall-clock table of one env's time-budget runs (``evaluations``: :func:`time_budget_evaluations`)"""
+    rows = []
+    for algo in [algo for algo in algos if algo in set(evaluations["algo"])]:
+        runs = evaluations[evaluations["algo"] == algo]
+        cells = [algo, str(runs["seed"].nunique()), ", ".join(f"{value:g} s" for value in sorted(set(runs["time_budget"])))]
+        for fraction in TIME_FRACTIONS:
+            at = runs[runs["fraction"] == fraction]
+            returns = at["mean_return"]
+            cells.append(f"{_number(float(returns.mean()))} ± {_number(float(returns.std(ddof=0)))}")
+        final = runs[runs["fraction"] == TIME_FRACTIONS[-1]]
+        steps = final["timesteps"].astype(float)
+        cells.append(f"{_steps(float(steps.mean()))} [{_steps(float(steps.min()))}, {_steps(float(steps.max()))}]")
+        cells.append(_number(float(final["wall_time_s"].mean())))
+        cells.append(str(int(final["ended_early"].sum())))
+        rows.append(cells)
+    header = ["Algorithm", "Seeds", "Budget", *(f"Return at {fraction:.0%}" for fraction in TIME_FRACTIONS)]
+    header += ["Steps reached", "Seconds", "Ended early"]
+    return ["### Equal wall-clock", "", *_markdown_table(header, rows), ""]
 
 
 def _algo_order(name: str) -> tuple[bool, int, str]:
@@ -1190,6 +1465,17 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         "machine. Curriculum (algorithmic tasks): the curriculum length at the last evaluation, mean [min, max] over seeds.",
         "",
     ]
+    budget_evaluations = time_budget_evaluations(frame, metadata)
+    timed_envs = {meta["env"] for meta in metadata.values() if meta.get("time_budget") or meta.get("eval_seconds")}
+    if len(budget_evaluations):
+        lines += [
+            "Equal wall-clock (runs with a time budget; Steps then gives the budget in seconds of training, evaluation "
+            "excluded): the return at 25%, 50% and 100% of the budget is each run's first evaluation at or after that "
+            "much training time (the runs are evaluated there), mean ± std over seeds; a run that ended before (its "
+            "step cap) counts with its last evaluation (Ended early). Steps reached: mean [min, max] over seeds at the "
+            "end; Seconds: mean training seconds at the end (the budget plus the last env step or update).",
+            "",
+        ]
     for env in envs:
         threshold, source = resolved[env]
         lines += [f"## {env} ({f'threshold {threshold:g}, {source}' if threshold is not None else 'no reward threshold'})", ""]
@@ -1203,7 +1489,18 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
             cells = [
                 algo,
                 str(n_seeds),
-                ", ".join(_steps(steps) for steps in sorted({int(meta["steps"]) for meta in runs if meta.get("steps")}))
+                ", ".join(
+                    [
+                        _steps(steps)
+                        for steps in sorted(
+                            {int(meta["steps"]) for meta in runs if meta.get("steps") and not meta.get("time_budget")}
+                        )
+                    ]
+                    + [
+                        f"{budget:g} s"
+                        for budget in sorted({float(meta["time_budget"]) for meta in runs if meta.get("time_budget")})
+                    ]
+                )
                 or "?",
                 ", ".join(sorted({meta.get("metric", "eval") for meta in runs})) or "?",
                 f"{_number(row['final_mean'])} ± {_number(row['final_std'])}",
@@ -1223,6 +1520,11 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         columns = ["Algorithm", "Seeds", "Steps", "Metric", "Final", "Final per seed", "Best", "To threshold", "Reached"]
         columns += ["FPS"] + ["Curriculum"] * with_curriculum + ["Hyperparameters"]
         lines += [*_markdown_table(columns, rows), "", f"![{env}]({_safe_name(env)}.png)", ""]
+        env_budgets = budget_evaluations[budget_evaluations["env"] == env]
+        if len(env_budgets):
+            lines += _equal_wall_clock_lines(env_budgets, algos)
+        if env in timed_envs:
+            lines += [f"![{env} against training seconds]({_safe_name(env)}{SECONDS_PLOT_SUFFIX}.png)", ""]
 
     errors = sorted((out / RUNS_DIRNAME).glob("*.err"))
     if errors:
@@ -1234,6 +1536,10 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
     header = ["Command", "Algorithms", "Envs", "Seeds", "Steps", "Evaluation", "Machine", "Software", "Date (UTC)"]
     lines += ["## Runs", "", *_markdown_table(header, [_invocation_row(invocation) for invocation in invocations]), ""]
     plot_learning_curves(frame, out, {env: value for env, (value, _) in resolved.items()}, metadata, algos)
+    if timed_envs:
+        plot_against_seconds(
+            frame[frame["env"].isin(timed_envs)], out, {env: value for env, (value, _) in resolved.items()}, metadata, algos
+        )
     _atomic_write_text(out / SUMMARY_FILENAME, "\n".join(lines))
     return out / SUMMARY_FILENAME
 
@@ -1261,8 +1567,10 @@ def plot_learning_curves(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    freqs = {
-        (meta["algo"], meta["env"]): int(meta["eval_freq"]) for meta in (run_metadata or {}).values() if meta.get("eval_freq")
+    freqs = {  # the runs evaluated at wall-clock marks too have records off the step grid
+        (meta["algo"], meta["env"]): int(meta["eval_freq"])
+        for meta in (run_metadata or {}).values()
+        if meta.get("eval_freq") and not (meta.get("time_budget") or meta.get("eval_seconds"))
     }
     paths = []
     for env, env_frame in frame.groupby("env", sort=True):
@@ -1298,6 +1606,63 @@ def plot_learning_curves(
         ax.legend(loc="best", fontsize="small")
         fig.tight_layout()
         path = Path(out_dir) / f"{_safe_name(str(env))}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def plot_against_seconds(
+    frame: pd.DataFrame,
+    out_dir: str | Path,
+    thresholds: Mapping[str, float | None],
+    run_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    algo_order: Sequence[str] | None = None,
+) -> list[Path]:
+    """
+    Write ``out_dir/<env>_seconds.png`` per env: the return against seconds of training (evaluation excluded), per
+    algorithm the mean over seeds with a min-max band. Each seed's curve is a step function (its last evaluation so
+    far), from its first evaluation on, kept at its last value after it ends; time budgets are dotted.
+
+    :return: Paths of the written files
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for env, env_frame in frame.groupby("env", sort=True):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        runs_meta = [meta for meta in (run_metadata or {}).values() if meta.get("env") == env]
+        for algo in _ordered(env_frame["algo"].unique(), algo_order):
+            runs = env_frame[env_frame["algo"] == algo]
+            times = np.unique(runs["wall_time_s"].to_numpy(dtype=float))
+            curves = []
+            for _, run in runs.groupby("seed"):
+                run = run.sort_values("wall_time_s")
+                seconds, values = run["wall_time_s"].to_numpy(dtype=float), run["mean_return"].to_numpy(dtype=float)
+                index = np.searchsorted(seconds, times, side="right") - 1
+                curves.append(np.where(index >= 0, values[np.maximum(index, 0)], np.nan))
+            stacked = np.vstack(curves)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before every seed's first evaluation
+                mean, low, high = np.nanmean(stacked, 0), np.nanmin(stacked, 0), np.nanmax(stacked, 0)
+            (line,) = ax.plot(times, mean, drawstyle="steps-post", label=f"{algo} ({runs['seed'].nunique()} seeds)")
+            ax.fill_between(times, low, high, step="post", color=line.get_color(), alpha=0.2, linewidth=0)
+        for budget in sorted({float(meta["time_budget"]) for meta in runs_meta if meta.get("time_budget")}):
+            ax.axvline(budget, color="gray", linestyle=":", linewidth=1)
+        threshold = thresholds.get(str(env))
+        if threshold is not None:
+            ax.axhline(threshold, color="gray", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
+        metrics = {meta.get("metric", "eval") for meta in runs_meta}
+        ax.set_title(f"{env}")
+        ax.set_xlabel("training seconds (evaluation excluded)")
+        ax.set_ylabel(f"{'training' if metrics == {'train'} else 'evaluation'} return\n(mean over seeds, min-max band)")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        fig.tight_layout()
+        path = Path(out_dir) / f"{_safe_name(str(env))}{SECONDS_PLOT_SUFFIX}.png"
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)

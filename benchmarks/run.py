@@ -14,6 +14,10 @@ Example::
     python -m benchmarks.run --algos pcl ppo --envs CartPole-v1 --seeds 0 1 2 --steps 100000 \\
         --backend ray --address HEAD:6379 --out benchmarks/runs/classic
 
+    # equal wall-clock (issue #35): 1 h of training per run, one core each, evaluated every 300 s and 50000 steps
+    python -m benchmarks.run --algos trust_pcl sac td3 trpo --envs HalfCheetah-v5 --seeds 0 1 2 --time-budget 3600 \\
+        --eval-seconds 300 --eval-freq 50000 --zoo-v4-entries --hyperparams-dir benchmarks/hyperparams --out runs/wall
+
     # rebuild results.md and the plots of a folder from its evaluations.csv
     python -m benchmarks.run --summary-only --out benchmarks/results/classic
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
+import math
 import shlex
 import sys
 from collections.abc import Sequence
@@ -30,7 +34,9 @@ from collections.abc import Sequence
 from benchmarks.harness import (
     ALGORITHMS,
     BACKENDS,
+    TIME_BUDGET_STEP_CAP,
     VEC_ENV_TYPES,
+    available_cores,
     parse_ray_address,
     run_grid,
     split_variant,
@@ -73,8 +79,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--envs", nargs="+", default=[], help="Gymnasium env ids")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="random seeds (default: 0 1 2)")
-    parser.add_argument("--steps", type=int, default=None, help="step budget per run (total env steps over parallel envs)")
-    parser.add_argument("--eval-freq", type=int, default=None, help="evaluation interval in env steps (default: steps // 20)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="step budget per run (total env steps over parallel envs); with --time-budget an optional cap",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="equal wall-clock mode: stop each run when its training wall-clock (evaluation excluded) reaches SECONDS; "
+        "each run is pinned to a core of its own (--workers at most the cores) and also evaluated at 25%% and 50%% of it",
+    )
+    parser.add_argument(
+        "--eval-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="also evaluate each time the training wall-clock passes a multiple of S seconds",
+    )
+    parser.add_argument(
+        "--eval-freq",
+        type=int,
+        default=None,
+        help="evaluation interval in env steps (default: steps // 20; with --time-budget and no --steps: none)",
+    )
     parser.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation (default: 10)")
     parser.add_argument(
         "--metric",
@@ -92,8 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--workers",
         type=int,
-        default=os.cpu_count(),
-        help="parallel worker processes, or CPUs of the local Ray instance (default: os.cpu_count())",
+        default=None,
+        help="parallel worker processes, or CPUs of the local Ray instance (default: os.cpu_count(); with --time-budget "
+        "the cores this process may use)",
     )
     parser.add_argument(
         "--backend",
@@ -120,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--hyperparams-dir",
         default=None,
         help="folder with <algo>.yml files overriding rl_zoo3's and the repository's hyperparams/ (falls back per file)",
+    )
+    parser.add_argument(
+        "--zoo-v4-entries",
+        action="store_true",
+        help="a baseline whose file has no entry for a -v5 env reads its -v4 entry (rl-zoo3 tunes SAC, TD3, TRPO... on "
+        "the v4 MuJoCo tasks only); the source entry is recorded",
     )
     parser.add_argument(
         "--threshold",
@@ -164,8 +202,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(__name__).info("Wrote %s", path)
         return 0
 
-    if not args.algos or not args.envs or args.steps is None:
-        parser.error("--algos, --envs and --steps are required unless --summary-only is given")
+    if not args.algos or not args.envs or (args.steps is None and args.time_budget is None):
+        parser.error("--algos, --envs and --steps (or --time-budget) are required unless --summary-only is given")
+    for name in ("time_budget", "eval_seconds"):
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            parser.error(f"--{name.replace('_', '-')} must be a positive number of seconds, got {value}")
+    if args.time_budget is not None:
+        if args.backend != "local":
+            parser.error("--time-budget needs --backend local (equal budgets need one machine and a core per run)")
+        cores = len(available_cores())
+        if args.workers is not None and args.workers > cores:
+            parser.error(
+                f"--time-budget with --workers {args.workers} on {cores} available cores: runs sharing a core would get "
+                f"unequal budgets; use --workers {cores} or fewer"
+            )
+    steps = args.steps if args.steps is not None else TIME_BUDGET_STEP_CAP
+    if args.eval_freq is not None:
+        eval_freq = args.eval_freq
+    else:
+        eval_freq = TIME_BUDGET_STEP_CAP if args.steps is None else max(args.steps // 20, 1)
     if args.backend != "ray" and args.address is not None:
         parser.error("--address needs --backend ray")
     if args.backend == "ray" and args.device != "cpu":
@@ -194,8 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             thresholds=thresholds,
             command=command,
             fresh_process_per_run=args.fresh_process_per_run,
-            steps=args.steps,
-            eval_freq=args.eval_freq if args.eval_freq is not None else max(args.steps // 20, 1),
+            steps=steps,
+            eval_freq=eval_freq,
             n_eval_episodes=args.eval_episodes,
             hyperparams_dir=args.hyperparams_dir,
             device=args.device,
@@ -204,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             metric=args.metric,
             stop_at_threshold=args.stop_at_threshold,
             vec_env=args.vec_env,
+            time_budget=args.time_budget,
+            eval_seconds=args.eval_seconds,
+            zoo_v4_entries=args.zoo_v4_entries,
             backend=args.backend,
             address=args.address,
         )

@@ -1,0 +1,235 @@
+"""Tests of the equal-wall-clock mode of the benchmark harness (issue #35): ``--time-budget``, ``--eval-seconds``,
+one core per run, the equal-wall-clock table and plot, and ``--zoo-v4-entries``. No assertion on speed: only on what
+the stopping and evaluation rules guarantee whatever the machine's speed."""
+
+import json
+import math
+import os
+import queue
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from benchmarks import harness
+from benchmarks.run import main
+
+STEP_CAP = 10_000_000
+BUDGET_GRID = [
+    *("--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "0", "--time-budget", "2", "--eval-seconds", "0.5"),
+    *("--eval-freq", "1000000000", "--steps", str(STEP_CAP), "--eval-episodes", "2", "--workers", "1", "--quiet"),
+]
+
+
+@pytest.fixture(scope="module")
+def budget_grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    out = tmp_path_factory.mktemp("wallclock")
+    return out, main([*BUDGET_GRID, "--out", str(out)])
+
+
+def test_time_budget_run_stops_at_the_budget_and_evaluates_on_the_clock(budget_grid: tuple[Path, int]) -> None:
+    out, exit_code = budget_grid
+    assert exit_code == 0
+    frame = pd.read_csv(out / "evaluations.csv")
+    assert tuple(frame.columns) == harness.EVAL_COLUMNS
+    seconds, steps = frame["wall_time_s"], frame["timesteps"]
+    assert seconds.is_monotonic_increasing and steps.is_monotonic_increasing and steps.iloc[0] == 0
+    # training stops at the first env step at or past 2 s of training, long before the step cap, then evaluates
+    assert seconds.iloc[-1] >= 2.0 and (seconds.iloc[:-1] < 2.0).all() and steps.iloc[-1] < STEP_CAP
+    # no step multiple is reached: the evaluations between the start and the end are those at 0.5, 1 and 1.5 s
+    # (25% and 50% of the budget coincide with multiples of --eval-seconds)
+    assert len(frame) >= 5 and (seconds.iloc[1:] >= 0.5).all()
+    metadata = json.loads((out / "run_metadata.json").read_text())["a2c__CartPole-v1__seed0"]
+    assert metadata["time_budget"] == 2.0 and metadata["eval_seconds"] == 0.5 and metadata["steps"] == STEP_CAP
+    assert metadata["stopped_at_time_budget"] and not metadata["stopped_at_threshold"] and "zoo_v4_entries" not in metadata
+    invocation = json.loads((out / "config.json").read_text())["invocations"][0]
+    assert invocation["time_budget"] == 2.0 and invocation["eval_seconds"] == 0.5 and invocation["workers"] == 1
+    if hasattr(os, "sched_setaffinity"):
+        assert metadata["cpu_core"] in harness.available_cores()
+        assert invocation["pinned_cores"] == harness.available_cores()
+
+
+def test_time_budget_summary_and_plots(budget_grid: tuple[Path, int]) -> None:
+    out, _ = budget_grid
+    summary = (out / "results.md").read_text()
+    assert "| a2c | 1 | 2 s | eval |" in summary
+    assert "### Equal wall-clock" in summary
+    assert "| Algorithm | Seeds | Budget | Return at 25% | Return at 50% | Return at 100% | Steps reached |" in summary
+    assert "| a2c | 1 | 2 s | " in summary.split("### Equal wall-clock")[1]
+    assert "2 s of training, at most 10M steps" in summary and "every 25%, 50% of the budget and 0.5 s" in summary
+    for name in ("CartPole-v1.png", "CartPole-v1_seconds.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![CartPole-v1 against training seconds](CartPole-v1_seconds.png)" in summary
+
+
+def _write_folder(out: Path) -> None:
+    """A folder of hand-made runs: ``fast`` with a 10 s budget (seed 1 hit its step cap at 4 s), ``steps`` without."""
+    rows = []
+    for seed, times in ((0, [0.0, 2.6, 5.1, 7.5, 10.2]), (1, [0.0, 2.5, 4.0])):
+        for i, seconds in enumerate(times):
+            rows.append(("fast", "Env-v0", seed, 100 * i, 10.0 * i + seed, 0.0, seconds, math.nan, math.nan))
+    for i in range(3):
+        rows.append(("steps", "Env-v0", 0, 100 * i, float(i), 0.0, float(i), math.nan, math.nan))
+    out.mkdir(parents=True)
+    pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS)).to_csv(out / "evaluations.csv", index=False)
+    common = {"env": "Env-v0", "metric": "eval", "eval_freq": 100, "hyperparams_source": "hand-made"}
+    metadata = {
+        "fast__Env-v0__seed0": {**common, "algo": "fast", "seed": 0, "steps": 400, "time_budget": 10.0},
+        "fast__Env-v0__seed1": {**common, "algo": "fast", "seed": 1, "steps": 200, "time_budget": 10.0},
+        "steps__Env-v0__seed0": {**common, "algo": "steps", "seed": 0, "steps": 200},
+    }
+    (out / "run_metadata.json").write_text(json.dumps(metadata))
+
+
+def test_equal_wall_clock_table_from_hand_made_runs(tmp_path: Path) -> None:
+    out = tmp_path / "folder"
+    _write_folder(out)
+    frame = pd.read_csv(out / "evaluations.csv")
+    metadata = json.loads((out / "run_metadata.json").read_text())
+    at = harness.time_budget_evaluations(frame, metadata).set_index(["seed", "fraction"])
+    assert set(at.index.get_level_values("seed")) == {0, 1}  # the step-budget run is left out
+    # each fraction's evaluation is the run's first at or after that much training time
+    assert at.loc[(0, 0.25), "wall_time_s"] == 2.6 and at.loc[(0, 0.5), "wall_time_s"] == 5.1
+    assert at.loc[(0, 1.0), "timesteps"] == 400 and not at.loc[(0, 1.0), "ended_early"]
+    # seed 1 ended at 4 s (its step cap): its last evaluation stands for 50% and 100%
+    assert at.loc[(1, 0.25), "mean_return"] == 11.0 and not at.loc[(1, 0.25), "ended_early"]
+    assert at.loc[(1, 0.5), "mean_return"] == 21.0 and at.loc[(1, 1.0), "ended_early"]
+
+    harness.write_summary(out)
+    summary = (out / "results.md").read_text()
+    table = summary.split("### Equal wall-clock")[1]
+    # 25%: 10 and 11; 50%: 20 and 21; 100%: 40 and 21; steps 400 and 200
+    assert "| fast | 2 | 10 s | 10.5 ± 0.5 | 20.5 ± 0.5 | 30.5 ± 9.5 | 300 [200, 400] | 7.1 | 1 |" in table
+    assert "| steps |" not in table and "| steps | 1 | 200 | eval |" in summary and "| fast | 2 | 10 s | eval |" in summary
+    assert (out / "Env-v0_seconds.png").is_file() and (out / "Env-v0.png").is_file()
+
+
+def test_step_budget_folders_get_no_wall_clock_output(tmp_path: Path) -> None:
+    out = tmp_path / "folder"
+    _write_folder(out)
+    metadata = json.loads((out / "run_metadata.json").read_text())
+    for meta in metadata.values():
+        meta.pop("time_budget", None)
+    (out / "run_metadata.json").write_text(json.dumps(metadata))
+    harness.write_summary(out)
+    summary = (out / "results.md").read_text()
+    assert "wall-clock" not in summary.lower() and not (out / "Env-v0_seconds.png").exists()
+    # the time options enter a step-budget run's metadata and config.json only when set
+    options = harness._task_options(harness.RunTask("a2c", "CartPole-v1", 0, 100, 50))
+    assert not set(options) & set(harness.TIME_OPTIONS)
+    options = harness._task_options(harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, eval_seconds=1.0, zoo_v4_entries=True))
+    assert options["eval_seconds"] == 1.0 and options["zoo_v4_entries"] and "time_budget" not in options
+
+
+def test_wall_clock_marks() -> None:
+    callback = harness.BudgetEvalCallback(None, 10, 1, 10, time_budget=10.0, eval_seconds=3.0)
+    marks, seconds = [], 0.0
+    while seconds < 12:
+        seconds = callback._time_mark_after(seconds)
+        marks.append(seconds)
+    # multiples of 3 s, 25% and 50% of the budget (2.5, 5), and the budget
+    assert marks == [2.5, 3.0, 5.0, 6.0, 9.0, 10.0, 12.0]
+    assert harness.BudgetEvalCallback(None, 10, 1, 10)._time_mark_after(5.0) == math.inf
+    assert harness.BudgetEvalCallback(None, 10, 1, 10, eval_seconds=0.5)._time_mark_after(1.0) == 1.5
+
+
+def test_eval_seconds_without_a_time_budget_keeps_the_step_budget() -> None:
+    """--eval-seconds alone is allowed: a step-budget run also evaluated on the clock (how often depends on speed)."""
+    task = harness.RunTask("a2c", "CartPole-v1", 0, 400, 10**9, 1, eval_seconds=0.01)
+    frame, metadata = harness.run_experiment(task)
+    assert frame["timesteps"].iloc[-1] == 400 and frame["timesteps"].iloc[0] == 0
+    assert metadata["eval_seconds"] == 0.01 and "time_budget" not in metadata and "stopped_at_time_budget" not in metadata
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "nan"])
+def test_bad_seconds_are_refused(value: str, tmp_path: Path) -> None:
+    base = ["--algos", "a2c", "--envs", "CartPole-v1", "--out", str(tmp_path), "--quiet"]
+    with pytest.raises(SystemExit):
+        main([*base, "--time-budget", value])
+    with pytest.raises(SystemExit):
+        main([*base, "--steps", "100", "--eval-seconds", value])
+    with pytest.raises(ValueError, match="time_budget must be a positive number of seconds"):
+        harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, time_budget=float(value))
+    with pytest.raises(ValueError, match="eval_seconds must be a positive number of seconds"):
+        harness.BudgetEvalCallback(None, 10, 1, 10, eval_seconds=float(value))
+    assert not (tmp_path / "config.json").exists()
+
+
+def test_a_time_budget_needs_a_core_per_run(tmp_path: Path) -> None:
+    too_many = len(harness.available_cores()) + 1
+    base = ["--algos", "a2c", "--envs", "CartPole-v1", "--time-budget", "1", "--out", str(tmp_path), "--quiet"]
+    with pytest.raises(SystemExit):
+        main([*base, "--workers", str(too_many)])
+    with pytest.raises(SystemExit):
+        main([*base, "--backend", "ray"])
+    with pytest.raises(ValueError, match="available cores"):
+        harness.run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, workers=too_many, steps=100, eval_freq=50, time_budget=1.0)
+    with pytest.raises(ValueError, match="local backend"):
+        harness.run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, backend="ray", steps=100, eval_freq=50, time_budget=1.0)
+    with pytest.raises(SystemExit):  # without a time budget, --steps stays required
+        main(["--algos", "a2c", "--envs", "CartPole-v1", "--out", str(tmp_path), "--quiet"])
+    assert not (tmp_path / "config.json").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no os.sched_setaffinity on this platform")
+def test_pinned_core_is_taken_and_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    saved = os.sched_getaffinity(0)
+    core = harness.available_cores()[-1]
+    free: queue.Queue[int] = queue.Queue()
+    free.put(core)
+    monkeypatch.setattr(harness, "_FREE_CORES", free)
+    try:
+        with harness._pinned_core() as pinned:
+            assert pinned == core and os.sched_getaffinity(0) == {core} and free.empty()
+        assert free.get_nowait() == core
+    finally:
+        os.sched_setaffinity(0, saved)
+    monkeypatch.setattr(harness, "_FREE_CORES", None)
+    with harness._pinned_core() as pinned:
+        assert pinned is None
+
+
+def test_single_threaded_libraries_are_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    with harness._single_threaded_libraries():
+        assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert os.environ["OMP_NUM_THREADS"] == "4" and "MKL_NUM_THREADS" not in os.environ
+
+
+def test_zoo_v4_entries(tmp_path: Path) -> None:
+    zoo_sac = harness.hyperparams_path("sac")
+    assert harness.resolve_entry("sac", "HalfCheetah-v5", zoo_v4_entries=True) == (zoo_sac, "HalfCheetah-v4")
+    assert yaml.safe_load(zoo_sac.read_text())["HalfCheetah-v4"]["learning_starts"] == 10000
+    assert harness.load_hyperparams("sac", "HalfCheetah-v5", zoo_v4_entries=True) == (
+        {},
+        "rl_zoo3/hyperparams/sac.yml [HalfCheetah-v4 for HalfCheetah-v5]",
+    )
+    # without the option rl-zoo3's rule stands: no entry, no default entry (an error when the model is built)
+    assert harness.resolve_entry("sac", "HalfCheetah-v5")[1] == "default"
+    assert harness.zoo_v4_id("Hopper-v5") == "Hopper-v4" and harness.zoo_v4_id("CartPole-v1") is None
+    # a v5 entry wins; this package's algorithms never fall back
+    (tmp_path / "sac.yml").write_text("Foo-v4:\n  gamma: 0.9\nFoo-v5:\n  gamma: 0.8\n")
+    (tmp_path / "pcl.yml").write_text("Foo-v4:\n  gamma: 0.9\n")
+    assert harness.resolve_entry("sac", "Foo-v5", tmp_path, zoo_v4_entries=True)[1] == "Foo-v5"
+    assert harness.resolve_entry("pcl", "Foo-v5", tmp_path, zoo_v4_entries=True)[1] == "default"
+    # the TRPO file of the MuJoCo suite holds v5 entries: read as they are
+    source = harness.load_hyperparams("trpo", "Hopper-v5", harness.VARIANTS_HYPERPARAMS_DIR, zoo_v4_entries=True)[1]
+    assert source == "benchmarks/hyperparams/trpo.yml [Hopper-v5]"
+
+
+def test_zoo_v4_entry_builds_td3_on_a_v5_task() -> None:
+    pytest.importorskip("mujoco")
+    experiment = harness.make_experiment(
+        "td3", "Hopper-v5", 0, overrides={"buffer_size": 1000}, eval_env=False, zoo_v4_entries=True
+    )
+    env = experiment.model.get_env()
+    assert env is not None
+    try:
+        assert experiment.hyperparams_source == "rl_zoo3/hyperparams/td3.yml [Hopper-v4 for Hopper-v5]"
+        assert getattr(experiment.model, "learning_starts") == 10000  # noqa: B009
+        assert experiment.hyperparams["policy_kwargs"] == "dict(net_arch=[400, 300])"
+        assert env.get_attr("spec")[0].id == "Hopper-v5"
+    finally:
+        env.close()
