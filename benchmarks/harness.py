@@ -1599,17 +1599,23 @@ def plot_learning_curves(
         if ends and max(ends) > 10 * max(min(ends), 1):  # budgets far apart: log scale (step 0 is not shown)
             ax.set_xscale("log")
             ax.set_xlim(left=min(freqs.get((algo, str(env)), 1) for algo in env_frame["algo"].unique()))
-        ax.set_title(f"{env}")
-        ax.set_xlabel("env steps")
-        ax.set_ylabel(f"{'training' if metrics == {'train'} else 'evaluation'} return\n(mean over seeds, min-max band)")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize="small")
-        fig.tight_layout()
-        path = Path(out_dir) / f"{_safe_name(str(env))}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save_plot(fig, ax, str(env), "env steps", metrics, Path(out_dir) / f"{_safe_name(str(env))}.png"))
     return paths
+
+
+def _save_plot(fig: Any, ax: Any, env: str, xlabel: str, metrics: set[str], path: Path) -> Path:
+    """Title, labels, grid and legend of a learning-curve plot, then write it to ``path`` and close it."""
+    import matplotlib.pyplot as plt
+
+    ax.set_title(env)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"{'training' if metrics == {'train'} else 'evaluation'} return\n(mean over seeds, min-max band)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def plot_against_seconds(
@@ -1656,14 +1662,6 @@ def plot_against_seconds(
         if threshold is not None:
             ax.axhline(threshold, color="gray", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
         metrics = {meta.get("metric", "eval") for meta in runs_meta}
-        ax.set_title(f"{env}")
-        ax.set_xlabel("training seconds (evaluation excluded)")
-        ax.set_ylabel(f"{'training' if metrics == {'train'} else 'evaluation'} return\n(mean over seeds, min-max band)")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize="small")
-        fig.tight_layout()
         path = Path(out_dir) / f"{_safe_name(str(env))}{SECONDS_PLOT_SUFFIX}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save_plot(fig, ax, str(env), "training seconds (evaluation excluded)", metrics, path))
     return paths
