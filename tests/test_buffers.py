@@ -382,6 +382,15 @@ def ref_sampling_distribution(
     return weights / weights.sum()
 
 
+def ref_draw_window(path: Path, max_len: int | None) -> tuple[Path, int, int]:
+    """One window drawn per call, the definition PathReplayBuffer._draw_windows vectorises."""
+    length = len(path)
+    if max_len is None or length <= 1:
+        return path, 0, length
+    start = np.random.randint(-(max_len - 1), length)
+    return path, max(0, start), min(length, start + max_len)
+
+
 def ref_sample_segments(
     buffer: PathReplayBuffer, batch_size: int, max_segment_length: int | None = None
 ) -> list[tuple[Path, int, int]]:
@@ -389,8 +398,7 @@ def ref_sample_segments(
     max_len = max_segment_length if max_segment_length is not None else buffer.max_segment_length
     probs = ref_sampling_distribution(buffer, ids, max_len)
     chosen = np.random.choice(len(ids), size=batch_size, replace=True, p=probs)
-    # the window drawn in each chosen path is not what changed: reuse the buffer's
-    return [PathReplayBuffer._draw_window(buffer.paths[int(path_id)], max_len) for path_id in ids[chosen]]
+    return [ref_draw_window(buffer.paths[int(path_id)], max_len) for path_id in ids[chosen]]
 
 
 def ref_recent_segments(buffer: PathReplayBuffer, n_steps: int) -> list[tuple[Path, int, int]]:
@@ -1048,6 +1056,6 @@ def test_windows_drawn_in_one_call_are_the_ones_drawn_one_by_one() -> None:
             path.append_slot(slot)
     for max_len in (None, 1, 4, 32):
         np.random.seed(3)
-        expected = [PathReplayBuffer._draw_window(path, max_len) for path in paths * 3]
+        expected = [ref_draw_window(path, max_len) for path in paths * 3]
         np.random.seed(3)
         assert PathReplayBuffer._draw_windows(paths * 3, max_len) == expected

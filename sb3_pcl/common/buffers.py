@@ -969,8 +969,10 @@ class PathReplayBuffer(BaseBuffer):
         """
         :param paths: the sampled paths
         :param max_len: the segment length (``None``: the whole paths)
-        :return: a window ``(path, start, end)`` of each path, as :meth:`_draw_window` draws them one by one (the
-            same random numbers, drawn in one call)
+        :return: a random window ``(path, start, end)`` of at most ``max_len`` steps of each path, all starts drawn in
+            one call. A start is uniform in ``[-(max_len - 1), length - 1]``, clipped to the path: every transition is
+            covered by exactly ``max_len`` of these windows, the first and last ones included (a window drawn inside
+            ``[0, length - max_len]`` would rarely see the end). Paths of at most one step are taken whole.
         """
         if max_len is None:
             return [(path, 0, len(path)) for path in paths]
@@ -982,22 +984,6 @@ class PathReplayBuffer(BaseBuffer):
         begin, end = np.maximum(starts, 0), np.minimum(lengths, starts + max_len)
         end[~drawn] = lengths[~drawn]
         return [(path, int(b), int(e)) for path, b, e in zip(paths, begin, end, strict=True)]
-
-    @staticmethod
-    def _draw_window(path: Path, max_len: int | None) -> tuple[Path, int, int]:
-        """
-        :param path: a sampled path
-        :param max_len: the segment length (``None``: the whole path)
-        :return: ``(path, start, end)`` of a random window of at most ``max_len`` steps. Its start is uniform in
-            ``[-(max_len - 1), length - 1]``, clipped to the path: every transition is covered by exactly ``max_len``
-            of these windows, the first and last ones included (a window drawn inside ``[0, length - max_len]``
-            would rarely see the end)
-        """
-        length = len(path)
-        if max_len is None or length <= 1:
-            return path, 0, length
-        start = np.random.randint(-(max_len - 1), length)
-        return path, max(0, start), min(length, start + max_len)
 
     def recent_segments(self, n_steps: int, env: VecNormalize | None = None) -> PathBatch | None:
         """

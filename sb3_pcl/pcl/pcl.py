@@ -479,8 +479,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         :param gradient_steps: number of replay batches
         :param batch_size: segments per replay batch
         """
-        if not self.policy.training:
-            self.policy.set_training_mode(True)
+        self.policy.set_training_mode(True)
         learning_rate = self.lr_schedule(self._current_progress_remaining)  # a linear decay ends at 0
         check(is_real(learning_rate) and learning_rate >= 0, "learning_rate", learning_rate, "finite and >= 0 in its schedule")
         self._update_learning_rate([self.policy.optimizer])
