@@ -16,8 +16,9 @@ from benchmarks import harness
 from benchmarks.run import main, parse_thresholds
 
 RESULTS_DIR = harness.REPO_ROOT / "benchmarks" / "results"
-#: harness result folders (``speed/learning``: the learning runs redone after the speed work of issue #34)
-SUITES = ("classic", "mujoco", "algorithmic", "recurrent", "speed/learning")
+#: harness result folders (``speed/learning``: the learning runs redone after the speed work of issue #34;
+#: ``mujoco/wall_clock``: the equal-wall-clock comparison of issue #35)
+SUITES = ("classic", "mujoco", "algorithmic", "recurrent", "speed/learning", "mujoco/wall_clock")
 #: result folders of the tool benchmarks (no learning runs: a results.md and its plots)
 TOOL_SUITES = ("replay", "demonstrations", "speed")
 TINY_GRID = [
@@ -467,10 +468,19 @@ def test_shipped_entries_and_committed_runs_build() -> None:
     for algo, env in pairs:
         # the MuJoCo TRPO runs read benchmarks/hyperparams/trpo.yml (--hyperparams-dir benchmarks/hyperparams)
         from_variants_dir = sources.get((algo, env), "").startswith("benchmarks/hyperparams/")
+        # SAC and TD3 read rl-zoo3's v4 entries under the v5 ids (--zoo-v4-entries): "... [HalfCheetah-v4 for HalfCheetah-v5]"
+        zoo_v4_entries = f" for {env}]" in sources.get((algo, env), "")
         base = harness.split_variant(algo)[0]
-        overrides = {"buffer_size": 1000} if base in ("pcl", "trust_pcl", "recurrent_pcl", "recurrent_trust_pcl") else {}
+        off_policy = ("pcl", "trust_pcl", "recurrent_pcl", "recurrent_trust_pcl", "sac", "td3")
+        overrides = {"buffer_size": 1000} if base in off_policy else {}
         experiment = harness.make_experiment(
-            algo, env, 0, harness.VARIANTS_HYPERPARAMS_DIR if from_variants_dir else None, overrides=overrides, eval_env=False
+            algo,
+            env,
+            0,
+            harness.VARIANTS_HYPERPARAMS_DIR if from_variants_dir else None,
+            overrides=overrides,
+            eval_env=False,
+            zoo_v4_entries=zoo_v4_entries,
         )
         try:
             assert type(experiment.model).__name__ == harness.ALGORITHMS[base].attribute

@@ -1,0 +1,290 @@
+"""
+What limits an algorithm on a task: one training run of its rl-zoo3 entry, with each training episode's reward split
+into the env's components and the training statistics over time (issue #35).
+
+The model is built by the benchmark harness (:func:`benchmarks.harness.make_experiment`: the same entry, wrappers and
+seeding as ``python -m benchmarks.run``) and trained for ``--steps`` env steps with one torch thread. Two records are
+kept along the way:
+
+- every finished training episode (the stochastic policy): its return and length, whether it terminated (fell) or was
+  cut by the time limit, and the sum of every ``reward_*`` entry of the env's ``info`` (the MuJoCo v5 tasks report
+  ``reward_forward``, ``reward_ctrl``, ``reward_survive``, ``reward_contact``, ...), with the policy's mean action
+  standard deviation where it has a state-independent one (``log_std``);
+- the algorithm's logged statistics (SB3's logger, written as CSV): for PCL and Trust-PCL ``train/lambda``,
+  ``train/entropy``, ``train/explained_variance``, ``train/kl_to_target``, ``train/mean_abs_consistency``, ...
+
+The summary averages both over blocks of ``--block`` env steps, and ends with a deterministic evaluation.
+
+    python -m benchmarks.diagnose --algo trust_pcl --env Ant-v5 --steps 300000 --out benchmarks/results/mujoco/diagnosis/ant
+
+Writes ``episodes.csv``, ``progress.csv`` (the logger's), ``diagnosis.md`` (the table, with the command, machine,
+date and hyperparameters) and ``diagnosis.png`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import sync_envs_normalization
+
+from benchmarks import harness
+
+#: Logged statistics shown in the summary when the algorithm records them (``train/<name>``), in this order
+TRAIN_STATS = (
+    "lambda",
+    "entropy",
+    "kl_to_target",
+    "explained_variance",
+    "mean_abs_consistency",
+    "value_fit_loss",
+    "value_loss",
+    "policy_loss",
+)
+COMPONENT_PREFIX = "reward_"
+
+
+class EpisodeComponents(BaseCallback):
+    """
+    Record every finished training episode: return and length (the ``Monitor`` wrapper's), ``terminated`` (not cut by
+    the time limit), the sum over its steps of each numeric ``info`` entry named ``reward_*``, and the policy's mean
+    action standard deviation (``exp(log_std)``; NaN for a policy without a state-independent one).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.episodes: list[dict[str, float]] = []
+        self._sums: list[collections.defaultdict[str, float]] = []
+
+    def _on_training_start(self) -> None:
+        self._sums = [collections.defaultdict(float) for _ in range(self.training_env.num_envs)]
+
+    def _policy_std(self) -> float:
+        log_std = getattr(self.model.policy, "log_std", None)
+        return float(log_std.detach().exp().mean()) if log_std is not None else math.nan
+
+    def _on_step(self) -> bool:
+        for index, (info, done) in enumerate(zip(self.locals["infos"], self.locals["dones"], strict=True)):
+            sums = self._sums[index]
+            for key, value in info.items():
+                if key.startswith(COMPONENT_PREFIX) and isinstance(value, (float, int, np.number)):
+                    sums[key] += float(value)
+            episode = info.get("episode")
+            if done and episode is not None:
+                self.episodes.append(
+                    {
+                        "timesteps": float(self.num_timesteps),
+                        "return": float(episode["r"]),
+                        "length": float(episode["l"]),
+                        "terminated": float(not info.get("TimeLimit.truncated", False)),
+                        "policy_std": self._policy_std(),
+                        **sums,
+                    }
+                )
+            if done:
+                sums.clear()
+        return True
+
+
+def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, steps: int) -> pd.DataFrame:
+    """
+    :param episodes: The records of :class:`EpisodeComponents`
+    :param progress: The logger's CSV (``time/total_timesteps`` and ``train/*`` columns; may be empty)
+    :param block: Env steps per block
+    :param steps: The run's steps
+    :return: Per block (``steps`` is its end): the episodes that ended in it, the mean of their columns, and the mean of
+        the :data:`TRAIN_STATS` logged in it
+    """
+    rows = []
+    for end in range(block, steps + block, block):
+        start = end - block
+        row: dict[str, float] = {"steps": float(min(end, steps))}
+        inside = episodes[(episodes["timesteps"] > start) & (episodes["timesteps"] <= end)] if len(episodes) else episodes
+        row["episodes"] = float(len(inside))
+        for column in episodes.columns.drop("timesteps", errors="ignore"):
+            row[column] = float(inside[column].mean()) if len(inside) else math.nan
+        if "time/total_timesteps" in progress:
+            logged = progress[(progress["time/total_timesteps"] > start) & (progress["time/total_timesteps"] <= end)]
+            for name in TRAIN_STATS:
+                if f"train/{name}" in progress:
+                    row[name] = float(logged[f"train/{name}"].mean()) if len(logged) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _cell(value: float) -> str:
+    if math.isnan(value):
+        return "-"
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def markdown(summary: pd.DataFrame, header: Sequence[str]) -> str:
+    """:return: ``summary`` as a markdown table (steps as ``50k``), preceded by the lines of ``header``"""
+    columns = list(summary.columns)
+    lines = [*header, "", "| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for _, row in summary.iterrows():
+        cells = [harness._steps(row["steps"])] + [_cell(float(row[column])) for column in columns[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: pd.DataFrame, title: str, path: Path) -> None:
+    """Save the block means: the return and its components, episode length, and each logged statistic, against steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    components = [column for column in summary.columns if column == "return" or column.startswith(COMPONENT_PREFIX)]
+    others = [column for column in ("length", "terminated", "policy_std", *TRAIN_STATS) if column in summary.columns]
+    panels = 1 + len(others)
+    cols = 3
+    rows = math.ceil(panels / cols)
+    figure, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    steps = summary["steps"]
+    axis = axes[0][0]
+    for column in components:
+        axis.plot(steps, summary[column], marker=".", label=column)
+    axis.set_title("episode return and its components")
+    axis.legend(fontsize=7)
+    for index, column in enumerate(others, start=1):
+        axis = axes[index // cols][index % cols]
+        axis.plot(steps, summary[column], marker=".")
+        axis.set_title(column)
+    for index in range(panels, rows * cols):
+        axes[index // cols][index % cols].axis("off")
+    for row_axes in axes:
+        for axis in row_axes:
+            axis.set_xlabel("env steps")
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def diagnose(
+    algo: str,
+    env_id: str,
+    steps: int,
+    out: Path,
+    seed: int = 0,
+    block: int | None = None,
+    hyperparams_dir: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    eval_episodes: int = 5,
+    command: str = "",
+) -> pd.DataFrame:
+    """
+    Train one run and write the diagnosis to ``out`` (see the module docstring).
+
+    :param algo: Benchmark name of an algorithm or variant
+    :param env_id: Gymnasium env id
+    :param steps: Env steps of training
+    :param out: Output folder (created)
+    :param seed: Seed
+    :param block: Env steps per row of the summary (default ``steps // 10``)
+    :param hyperparams_dir: Folder searched first for the YAML files
+    :param overrides: Hyperparameters replacing the entry's (rl-zoo3's ``--hyperparams``)
+    :param eval_episodes: Deterministic evaluation episodes at the end (0: none)
+    :param command: The command line, recorded in ``diagnosis.md``
+    :return: The block summary
+    """
+    import torch
+
+    if steps <= 0:
+        raise ValueError(f"steps must be positive, got {steps}")
+    block = block or max(steps // 10, 1)
+    if block <= 0:
+        raise ValueError(f"block must be positive, got {block}")
+    torch.set_num_threads(1)
+    out.mkdir(parents=True, exist_ok=True)
+    experiment = harness.make_experiment(algo, env_id, seed, hyperparams_dir, overrides=overrides, eval_env=eval_episodes > 0)
+    model = experiment.model
+    model.set_logger(configure(str(out), ["csv"]))
+    recorder = EpisodeComponents()
+    started, clock = harness._now(), time.perf_counter()
+    model.learn(total_timesteps=steps, callback=[recorder, *experiment.callbacks])
+    seconds = time.perf_counter() - clock
+    evaluation = (math.nan, math.nan)
+    if experiment.eval_env is not None:
+        sync_envs_normalization(model.get_env(), experiment.eval_env)  # type: ignore[arg-type]
+        result = evaluate_policy(model, experiment.eval_env, n_eval_episodes=eval_episodes, deterministic=True)
+        evaluation = cast(tuple[float, float], result)
+    model.logger.close()
+
+    episodes = pd.DataFrame(recorder.episodes)
+    episodes.to_csv(out / "episodes.csv", index=False)
+    progress_path = out / "progress.csv"
+    progress = pd.read_csv(progress_path) if progress_path.exists() and progress_path.stat().st_size else pd.DataFrame()
+    summary = block_summary(episodes, progress, block, steps)
+    machine = harness.machine_info()
+    header = [
+        f"# Diagnosis: `{algo}` on {env_id}",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Seed {seed}, {steps} env steps in {seconds:.0f} s, one torch thread; {machine.get('cpu')}, "
+        f"{machine.get('cores')} cores; git {machine.get('git')}; started {started}.",
+        f"Hyperparameters: {experiment.hyperparams_source} "
+        f"`{json.dumps(harness._jsonable(experiment.hyperparams), sort_keys=True)}`",
+        "",
+        f"Deterministic evaluation at the end ({eval_episodes} episodes): {_cell(evaluation[0])} ± {_cell(evaluation[1])}.",
+        "",
+        "Each row: the training episodes (stochastic policy) that ended in the block of env steps up to *steps*: their "
+        "number, mean return, length, share that terminated (rather than being cut by the time limit), the policy's "
+        "mean action std, each reward component summed over the episode; then the mean of the logged training "
+        "statistics of the block.",
+    ]
+    (out / "diagnosis.md").write_text(markdown(summary, header))
+    plot(summary, f"{algo} on {env_id}, seed {seed}", out / "diagnosis.png")
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from rl_zoo3.utils import StoreDict
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--algo", required=True, help="benchmark name of an algorithm or variant (as benchmarks.run)")
+    parser.add_argument("--env", required=True, help="Gymnasium env id")
+    parser.add_argument("--steps", type=int, required=True, help="env steps of training")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--block", type=int, default=None, help="env steps per row of the summary (default steps // 10)")
+    parser.add_argument("--eval-episodes", type=int, default=5, help="deterministic evaluation episodes at the end")
+    parser.add_argument("--hyperparams-dir", default=None, help="folder searched first for <algo>.yml and variant files")
+    parser.add_argument(
+        "--hyperparams", nargs="+", action=StoreDict, default=None, help="overrides of the entry, as rl-zoo3's: key:value"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="output folder")
+    args = parser.parse_args(argv)
+    command = shlex.join([Path(sys.executable).name, "-m", "benchmarks.diagnose", *(argv or sys.argv[1:])])
+    summary = diagnose(
+        args.algo,
+        args.env,
+        args.steps,
+        args.out,
+        args.seed,
+        args.block,
+        args.hyperparams_dir,
+        args.hyperparams,
+        args.eval_episodes,
+        command,
+    )
+    print(summary.to_string(index=False, float_format=lambda value: f"{value:.4g}"))
+    print(f"Wrote {args.out / 'diagnosis.md'} and {args.out / 'diagnosis.png'}")
+
+
+if __name__ == "__main__":
+    main()
