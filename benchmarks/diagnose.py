@@ -125,18 +125,12 @@ def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, st
     return pd.DataFrame(rows)
 
 
-def _cell(value: float) -> str:
-    if math.isnan(value):
-        return "-"
-    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
-
-
 def markdown(summary: pd.DataFrame, header: Sequence[str]) -> str:
     """:return: ``summary`` as a markdown table (steps as ``50k``), preceded by the lines of ``header``"""
     columns = list(summary.columns)
     lines = [*header, "", "| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for _, row in summary.iterrows():
-        cells = [harness._steps(row["steps"])] + [_cell(float(row[column])) for column in columns[1:]]
+        cells = [harness._steps(row["steps"])] + [harness._number(float(row[column])) for column in columns[1:]]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -241,7 +235,8 @@ def diagnose(
         f"Hyperparameters: {experiment.hyperparams_source} "
         f"`{json.dumps(harness._jsonable(experiment.hyperparams), sort_keys=True)}`",
         "",
-        f"Deterministic evaluation at the end ({eval_episodes} episodes): {_cell(evaluation[0])} ± {_cell(evaluation[1])}.",
+        f"Deterministic evaluation at the end ({eval_episodes} episodes): "
+        f"{harness._number(evaluation[0])} ± {harness._number(evaluation[1])}.",
         "",
         "Each row: the training episodes (stochastic policy) that ended in the block of env steps up to *steps*: their "
         "number, mean return, length, share that terminated (rather than being cut by the time limit), the policy's "
