@@ -62,7 +62,8 @@ REPO_HYPERPARAMS_DIR = REPO_ROOT / "hyperparams"
 VARIANTS_HYPERPARAMS_DIR = REPO_ROOT / "benchmarks" / "hyperparams"
 VARIANT_SEPARATOR = "+"
 EVAL_SEED_OFFSET = 1000
-EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_time_s", "fps", "curriculum_length")
+EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_time_s", "cpu_time_s", "fps")
+EVAL_COLUMNS += ("curriculum_length",)
 #: ``eval``: deterministic episodes on a separate env; ``train``: mean return of the last 100 training episodes
 #: (the model's ``ep_info_buffer``, gym's "solved" criterion of the algorithmic tasks)
 METRICS = ("eval", "train")
@@ -435,11 +436,17 @@ class BudgetEvalCallback(BaseCallback):
         self.stopped_at_threshold = False
         self.stopped_at_time_budget = False
         self._start, self._eval_time, self._next_eval = 0.0, 0.0, eval_freq
+        self._cpu_start, self._eval_cpu_time = 0.0, 0.0
         self._next_time_eval = self._time_mark_after(0.0)
 
     def train_time(self) -> float:
         """:return: Seconds of training since the start of ``learn()``, evaluation excluded"""
         return time.perf_counter() - self._start - self._eval_time
+
+    def train_cpu_time(self) -> float:
+        """:return: Process CPU seconds (``time.process_time()``) of training since the start of ``learn()``, env
+        stepping included, evaluation excluded"""
+        return time.process_time() - self._cpu_start - self._eval_cpu_time
 
     def _time_mark_after(self, seconds: float) -> float:
         """:return: The first wall-clock evaluation mark after ``seconds`` of training (``inf`` without one)"""
@@ -452,6 +459,7 @@ class BudgetEvalCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         self._start, self._eval_time = time.perf_counter(), 0.0
+        self._cpu_start, self._eval_cpu_time = time.process_time(), 0.0
         self._next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
         self._next_time_eval = self._time_mark_after(0.0)
         if self.eval_at_start:
@@ -472,9 +480,10 @@ class BudgetEvalCallback(BaseCallback):
         return self.model.num_timesteps < self.budget
 
     def evaluate(self) -> dict[str, float]:
-        """:return: The new record (``timesteps, mean_return, std_return, wall_time_s, fps, curriculum_length``)"""
-        eval_start = time.perf_counter()
-        train_time = self.train_time()
+        """:return: The new record (``timesteps, mean_return, std_return, wall_time_s, cpu_time_s, fps,
+        curriculum_length``)"""
+        eval_start, eval_cpu_start = time.perf_counter(), time.process_time()
+        train_time, train_cpu_time = self.train_time(), self.train_cpu_time()
         if self.metric == "train":
             returns = [float(info["r"]) for info in self.model.ep_info_buffer or []]
         else:
@@ -488,12 +497,14 @@ class BudgetEvalCallback(BaseCallback):
             )
             returns = [float(value) for value in episode_returns]  # type: ignore[union-attr]
         self._eval_time += time.perf_counter() - eval_start
+        self._eval_cpu_time += time.process_time() - eval_cpu_start
         steps = int(self.model.num_timesteps)
         record = {
             "timesteps": steps,
             "mean_return": float(np.mean(returns)) if returns else math.nan,
             "std_return": float(np.std(returns)) if returns else math.nan,
             "wall_time_s": train_time,
+            "cpu_time_s": train_cpu_time,
             "fps": steps / train_time if steps > 0 and train_time > 0 else math.nan,
             "curriculum_length": curriculum_length(self.model.get_env()),
         }
@@ -657,6 +668,7 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
         "final_mean_return": float(final["mean_return"]),
         "final_curriculum_length": float(final["curriculum_length"]),
         "train_time_s": float(final["wall_time_s"]),
+        "train_cpu_time_s": float(final["cpu_time_s"]),
         "total_time_s": time.perf_counter() - start,
     }
     if task.time_budget is not None:

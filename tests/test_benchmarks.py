@@ -51,6 +51,8 @@ def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
         # ppo (8 envs x 32 steps) and a2c (8 envs x 5 steps) both hit multiples of 256 exactly
         assert run["timesteps"].tolist() == [0, 256, 512]
         assert run["wall_time_s"].is_monotonic_increasing
+        # process CPU time of training: from 0, growing, evaluation excluded (so below the run's whole CPU time)
+        assert run["cpu_time_s"].is_monotonic_increasing and 0 <= run["cpu_time_s"].iloc[0] < run["cpu_time_s"].iloc[-1]
         assert (run["fps"].iloc[1:] > 0).all() and math.isnan(run["fps"].iloc[0])
         assert np.isfinite(run["mean_return"]).all() and (run["std_return"] >= 0).all()
     metadata = json.loads((out / "run_metadata.json").read_text())
@@ -98,7 +100,7 @@ def _hand_made_frame() -> pd.DataFrame:
     rows = []
     for seed, values in returns.items():
         for timesteps, value in zip([0, 100, 200, 300], values, strict=True):
-            rows.append(("algo", "Env-v0", seed, timesteps, value, 1.0, timesteps / 100, 100.0, math.nan))
+            rows.append(("algo", "Env-v0", seed, timesteps, value, 1.0, timesteps / 100, timesteps / 50, 100.0, math.nan))
     return pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS))
 
 

@@ -21,7 +21,7 @@ GRID = [
 ]
 #: The columns that do not depend on the machine's speed
 SAME_COLUMNS = ["algo", "env", "seed", "timesteps", "mean_return", "std_return", "curriculum_length"]
-TIME_KEYS = ("train_time_s", "total_time_s")
+TIME_KEYS = ("train_time_s", "train_cpu_time_s", "total_time_s")
 
 
 @pytest.fixture

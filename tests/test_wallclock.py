@@ -68,9 +68,9 @@ def _write_folder(out: Path) -> None:
     rows = []
     for seed, times in ((0, [0.0, 2.6, 5.1, 7.5, 10.2]), (1, [0.0, 2.5, 4.0])):
         for i, seconds in enumerate(times):
-            rows.append(("fast", "Env-v0", seed, 100 * i, 10.0 * i + seed, 0.0, seconds, math.nan, math.nan))
+            rows.append(("fast", "Env-v0", seed, 100 * i, 10.0 * i + seed, 0.0, seconds, seconds, math.nan, math.nan))
     for i in range(3):
-        rows.append(("steps", "Env-v0", 0, 100 * i, float(i), 0.0, float(i), math.nan, math.nan))
+        rows.append(("steps", "Env-v0", 0, 100 * i, float(i), 0.0, float(i), float(i), math.nan, math.nan))
     out.mkdir(parents=True)
     pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS)).to_csv(out / "evaluations.csv", index=False)
     common = {"env": "Env-v0", "metric": "eval", "eval_freq": 100, "hyperparams_source": "hand-made"}
