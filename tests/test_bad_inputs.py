@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
@@ -284,3 +285,157 @@ def test_trust_pcls_episode_window_does_not_depend_on_the_logging_window() -> No
     model = build(TrustPCL, stats_window_size=1, lambda_window=20, max_divergence=0.01)
     model.learn(600)
     assert model.lambda_target is not None and len(model._lambda_episodes) > 9
+
+
+# ----------------------------------------------------------------------------------------------
+# numbers too large to train on: refused before the parameters change
+# ----------------------------------------------------------------------------------------------
+
+
+class Scaled(gym.Env):
+    """Ten steps of constant reward ``reward`` with Box actions in ``[-bound, bound]``; reset observations ``obs``."""
+
+    def __init__(self, reward: float = 1.0, bound: float = 1.0, obs: float = 0.1):
+        self.observation_space = spaces.Box(-np.inf, np.inf, (2,), np.float64)
+        self.action_space = spaces.Box(-bound, bound, (1,), np.float32)
+        self.reward, self.obs, self.t = reward, obs, 0
+
+    def reset(self, seed: int | None = None, options: Any = None) -> Any:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.full(2, self.obs), {}
+
+    def step(self, action: Any) -> Any:
+        self.t += 1
+        return np.full(2, 0.1), self.reward * (1 + 0.1 * float(np.tanh(action[0]))), False, self.t >= 10, {}
+
+
+PCL_UPDATES = [
+    ("gradient", "joint", {}),
+    ("gradient", "grad", {}),
+    ("gradient", "lbfgs", {}),
+    ("gradient", "best_fit", {}),
+    ("trust_region", "grad", {"loss": "surrogate"}),
+]
+
+
+@pytest.mark.parametrize("algo", [PCL, TrustPCL, RecurrentPCL], ids=["PCL", "TrustPCL", "RecurrentPCL"])
+@pytest.mark.parametrize("scale", [{"reward": 1e30}, {"reward": 1e37}, {"bound": 1e10}], ids=["r1e30", "r1e37", "a1e10"])
+def test_non_finite_updates_are_refused_naming_the_causes(algo: type, scale: dict[str, float]) -> None:
+    model = build(algo, make_vec_env(lambda: Scaled(**scale), n_envs=1, seed=0))
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    with pytest.raises(ValueError, match=r"non-finite update in the policy step.*rewards too large.*VecNormalize"):
+        model.learn(200)
+    assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+
+
+@pytest.mark.parametrize("policy_step, value_fit, step_kwargs", PCL_UPDATES, ids=[f"{p}-{v}" for p, v, _ in PCL_UPDATES])
+def test_every_pcl_update_checks_finiteness(policy_step: str, value_fit: str, step_kwargs: dict[str, Any]) -> None:
+    model = build(
+        PCL,
+        make_vec_env(lambda: Scaled(reward=1e37), n_envs=1, seed=0),
+        policy_step=policy_step,
+        value_fit=value_fit,
+        policy_step_kwargs=step_kwargs or None,
+        ent_coef=0.01,
+    )
+    with pytest.raises(ValueError, match=r"non-finite update in the (policy|trust-region) step"):
+        model.learn(200)
+
+
+def test_a_non_finite_value_fit_is_refused() -> None:
+    model = build(PCL, value_fit="grad")
+    model.learn(100)
+    batch = model.replay_buffer.sample(2)
+    batch = batch._replace(rewards=th.full_like(batch.rewards, float("inf")))
+    with pytest.raises(ValueError, match=r"non-finite update in the value fit"):
+        model._value_fit.fit(batch, 0.01)
+
+
+@pytest.mark.parametrize("algo", [Reinforce, UREX], ids=["Reinforce", "UREX"])
+def test_non_finite_episode_updates_are_refused(algo: type) -> None:
+    model = build(algo, make_vec_env(lambda: Scaled(reward=3e37), n_envs=2, seed=0))
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    with pytest.raises(ValueError, match=r"non-finite update in the policy step.*rewards too large"):
+        model.learn(200)
+    assert all(th.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
+
+
+@pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
+def test_a_reset_observation_that_overflows_float32_is_refused_before_acting(algo: type) -> None:
+    model = build(algo, make_vec_env(lambda: Scaled(obs=1e39), n_envs=ALGOS[algo][2], seed=0))
+    with pytest.raises(ValueError, match=r"Non-finite observation.*too large for float32.*env index \[0"):
+        model.learn(100)
+
+
+# ----------------------------------------------------------------------------------------------
+# demonstrations, unseedable envs, SB3's conventions
+# ----------------------------------------------------------------------------------------------
+
+
+def test_demonstrations_are_stored_in_a_squashing_policys_action_space() -> None:
+    env = make_vec_env(lambda: SpaceEnv(spaces.Box(-1, 1, (2,)), spaces.Box(-2, 2, (1,))), n_envs=1, seed=0)
+    model = PCL("MlpPolicy", env, use_sde=True, policy_kwargs={"squash_output": True}, buffer_size=100)
+    episode = {
+        "observations": np.zeros((3, 2), dtype=np.float32),
+        "actions": np.array([[2.0], [-2.0]], dtype=np.float32),
+        "rewards": np.zeros(2, dtype=np.float32),
+        "terminated": True,
+    }
+    model.add_demonstrations([episode])
+    path = next(iter(model.replay_buffer.paths.values()))
+    np.testing.assert_allclose(model.replay_buffer.actions[path.slots, 0], [1.0, -1.0])
+
+
+class DrawsFromNumPy(gym.Env):
+    """An env whose reset ignores its seed: the start state comes from NumPy's global generator."""
+
+    observation_space = spaces.Box(-1, 1, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, seed: int | None = None, options: Any = None) -> Any:
+        self.t = 0
+        return np.random.uniform(-1, 1, 2).astype(np.float32), {"noise": float("nan")}
+
+    def step(self, action: Any) -> Any:
+        self.t += 1
+        return np.random.uniform(-1, 1, 2).astype(np.float32), float(action), self.t >= 5, False, {}
+
+
+@pytest.mark.parametrize("algo", [Reinforce, UREX], ids=["Reinforce", "UREX"])
+@pytest.mark.parametrize("env_id", ["IdentityEnv", "IdentityEnvBox", "numpy"])
+def test_reinforce_and_urex_learn_on_envs_whose_reset_ignores_the_seed(algo: type, env_id: str) -> None:
+    from stable_baselines3.common.envs import IdentityEnv, IdentityEnvBox
+
+    makers = {
+        "IdentityEnv": lambda: IdentityEnv(dim=4, ep_length=5),
+        "IdentityEnvBox": lambda: IdentityEnvBox(ep_length=5),
+        "numpy": DrawsFromNumPy,
+    }
+    model = build(algo, make_vec_env(makers[env_id], n_envs=2, seed=0))
+    with pytest.warns(UserWarning, match=r"cannot be reset to a given seed.*unsynchronized groups"):
+        model.learn(100)
+    assert model._n_updates >= 2
+
+
+def test_reset_infos_holding_nan_compare_equal() -> None:
+    from sb3_pcl.common.episodes import check_group_sync
+
+    check_group_sync(np.zeros((2, 1)), 2, [{"x": float("nan"), "y": np.array([np.nan])}] * 2)
+
+
+@pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
+def test_sb3_conventions(algo: type, tmp_path: Any) -> None:
+    import inspect
+    import warnings
+
+    assert inspect.signature(algo.learn).parameters["tb_log_name"].default == algo.__name__
+    model = build(algo, tensorboard_log=str(tmp_path))
+    assert 0 <= model.gamma <= 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SB3 gives none: neither do we (a short budget below learning_starts included)
+        model.learn(10, tb_log_name="run")
+    assert (tmp_path / "run_1").is_dir()
+    for budget in (-1, 0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="total_timesteps must be a finite number > 0"):
+            model.learn(budget)

@@ -424,8 +424,9 @@ def test_base_algorithm_without_rollout_buffer(algo):
     model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=10, seed=0)
     model.learn(20)
     # none of the on-policy machinery: no rollout buffer, no GAE / value-loss settings
-    for name in ("rollout_buffer", "n_steps", "gae_lambda", "vf_coef", "gamma", "tau"):
+    for name in ("rollout_buffer", "n_steps", "gae_lambda", "vf_coef", "tau"):
         assert not hasattr(model, name), name
+    assert model.gamma == 1.0  # SB3 code and callbacks read it: the episodes' returns are undiscounted by default
     assert set(algo.policy_aliases) == {"MlpPolicy", "MlpLstmPolicy"}
 
 
@@ -533,12 +534,13 @@ def test_models_saved_by_0_1_0_load_with_their_tau(tmp_path):
     data, params, variables = load_from_zip_file(tmp_path / "new")
     assert data is not None
     data.update(ent_coef=0.0, tau=0.3, tau_schedule=data.pop("ent_coef_schedule"), shared_curriculum=True, n_steps=10)
-    data.update(gamma=1.0, gae_lambda=1.0, vf_coef=0.0, rollout_buffer_class=None, rollout_buffer_kwargs={})
+    data.update(gamma=0.99, gae_lambda=1.0, vf_coef=0.0, rollout_buffer_class=None, rollout_buffer_kwargs={})
     save_to_zip_file(tmp_path / "old", data=data, params=params, pytorch_variables=variables)
     loaded = UREX.load(tmp_path / "old", env=cartpole())
     assert loaded.ent_coef == 0.3 and loaded.ent_coef_schedule(0.5) == 0.3
-    for name in ("tau", "tau_schedule", "shared_curriculum", "n_steps", "gamma", "gae_lambda", "vf_coef"):
+    for name in ("tau", "tau_schedule", "shared_curriculum", "n_steps", "gae_lambda", "vf_coef"):
         assert not hasattr(loaded, name), name
+    assert loaded.gamma == 1.0  # 0.1.0's unused on-policy gamma is not read: its episodes were undiscounted
     loaded.learn(20)
     assert loaded.logger.name_to_value["train/ent_coef"] == 0.3
 
@@ -742,7 +744,7 @@ def test_the_old_tau_and_shared_curriculum_arguments_are_gone(algo):
             algo("MlpPolicy", cartpole(), **old)
 
 
-def test_unseedable_env_is_rejected_at_learn():
+def test_unseedable_env_falls_back_to_unsynchronized_groups_with_a_warning():
     class Unseeded(gym.Env):
         observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
         action_space = spaces.Discrete(2)
@@ -758,8 +760,9 @@ def test_unseedable_env_is_rejected_at_learn():
             return np.zeros(1, dtype=np.float32), 0.0, True, False, {}
 
     model = Reinforce("MlpPolicy", DummyVecEnv([Unseeded] * 4), num_samples=2)
-    with pytest.raises(ValueError, match="cannot be reset to a given seed"):
+    with pytest.warns(UserWarning, match="cannot be reset to a given seed.*unsynchronized groups"):
         model.learn(10)
+    assert model.num_timesteps >= 10 and model._n_updates >= 1
 
 
 def test_unsupported_action_space_uses_sb3_check():

@@ -33,7 +33,7 @@ import os
 import warnings
 import zipfile
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import gymnasium as gym
@@ -521,17 +521,22 @@ def seed_replay(
     episodes: DemonstrationSource,
     observation_space: spaces.Space,
     action_space: spaces.Space,
+    scale_action: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[int, int]:
     """
     Add demonstrations to a path replay as seeded paths (never evicted, sampled with the top priority).
 
-    Every episode is checked first (:func:`check_episodes`); nothing is added when one is invalid.
+    Every episode is checked first (:func:`check_episodes`); nothing is added when one is invalid. The actions are
+    stored as the policy samples them: for a policy that squashes its output (``use_sde=True`` with
+    ``squash_output=True``), pass its ``scale_action``, which maps the env's bounds to ``[-1, 1]`` as for the
+    collected actions.
 
     :param buffer: the replay
     :param episodes: episode dicts, the path of a file written by :func:`save_episodes`, or a local Minari dataset
         (a ``minari.MinariDataset``, a dataset id or a dataset folder: see :func:`load_demonstrations`)
     :param observation_space: the model's observation space
     :param action_space: the model's action space
+    :param scale_action: maps env actions to the policy's action space (``None``: stored as they are)
     :return: the number of paths and of transitions added
     :raises ValueError: when an episode does not fit the spaces, or the replay would have no room left for one
         collected transition per env
@@ -546,9 +551,12 @@ def seed_replay(
             "per env left for collection: raise buffer_size or seed fewer episodes"
         )
     for episode in checked:
+        actions = episode.actions.reshape((len(episode.rewards), buffer.action_dim))
+        if scale_action is not None:  # the env's units -> the policy's (a squashing policy's [-1, 1])
+            actions = scale_action(episode.actions).reshape(actions.shape)
         buffer.add_path(
             episode.observations.reshape((len(episode.observations), *buffer.obs_shape)),
-            episode.actions.reshape((len(episode.rewards), buffer.action_dim)).astype(np.float32),
+            actions.astype(np.float32),
             episode.rewards,
             terminated=episode.terminated,
             seed=True,

@@ -52,7 +52,9 @@ from sb3_pcl.common.validation import check, check_storable, is_int, is_real
 
 __all__ = [
     "EpisodeBatch",
+    "GroupSyncError",
     "StepRecord",
+    "UnseedableEnvError",
     "batch_layout",
     "check_group_sync",
     "check_num_samples",
@@ -67,6 +69,15 @@ __all__ = [
     "set_reset_seeds",
     "urex_bonus",
 ]
+
+
+class GroupSyncError(ValueError):
+    """The ``K`` copies of a group did not start from the same observation (or reset info)."""
+
+
+class UnseedableEnvError(GroupSyncError):
+    """The env's ``reset(seed=...)`` does not determine its first observation: two resets with the same seeds differ."""
+
 
 #: Largest base seed drawn for a batch (keeps ``base_seed + n_groups`` a valid 32-bit seed).
 MAX_SEED = 2**31 - 1
@@ -221,8 +232,10 @@ def _same(a: Any, b: Any) -> bool:
     comparable = (int, float, bool, str, np.ndarray, np.generic, list, tuple)
     if isinstance(a, comparable) and isinstance(b, comparable):
         try:
+            return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))  # NaN equals NaN here
+        except TypeError:  # equal_nan on non-numeric values
             return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-        except (TypeError, ValueError):
+        except ValueError:
             return True
     return True
 
@@ -242,7 +255,7 @@ def check_group_sync(
     :param reset_infos: the reset infos of the episodes (``VecEnv.reset_infos``), compared too when given
     :param sequential: whether the copies of a group were played one after another (several passes): the message
         then says that the env must not carry state from one episode to the next
-    :raises ValueError: naming the first groups whose envs differ
+    :raises GroupSyncError: naming the first groups whose envs differ
     """
     n_envs = len(obs)
     grouped = np.asarray(obs).reshape(n_envs // num_samples, num_samples, -1)
@@ -263,7 +276,7 @@ def check_group_sync(
             if sequential
             else ""
         )
-        raise ValueError(
+        raise GroupSyncError(
             f"the env cannot be reset to a given seed: after reset(seed=s), the {num_samples} copies of groups {bad[:5]} "
             f"have different {what}. UREX and Reinforce need envs whose reset(seed=...) fully determines the start "
             "state and the env's randomness (seed self.np_random through super().reset(seed=seed), no other state "
@@ -319,25 +332,29 @@ def check_seeded_resets(env: VecEnv, num_samples: int, base_seed: int) -> np.nda
     :param num_samples: ``K``
     :param base_seed: seed of the first group
     :return: the observations (as ``env`` returns them) of the second reset
-    :raises ValueError: when the env cannot be reset to a given seed
+    :raises UnseedableEnvError: when two resets with the same seeds differ (checked first: the reset ignores the seed)
+    :raises GroupSyncError: when the resets agree but the groups do not start identically (e.g. curricula that drifted)
     """
     n_groups, n_passes = batch_layout(env.num_envs, num_samples)
     slots = _pass_slots(env.num_envs, n_groups, num_samples, 0)
     seeds = _pass_seeds(base_seed, slots, num_samples)
     used = np.flatnonzero(slots >= 0)
     observations = []
+    reset_infos = []
     obs = np.empty(0)
     for _ in range(2):
         set_reset_seeds(env, seeds)
         obs = _array_obs(env.reset())
-        original = original_observations(env, obs)
-        infos = env.unwrapped.reset_infos
-        _check_complete_groups(list(original[used]), [infos[i] for i in used], num_samples, n_passes > 1)
-        observations.append(original)
+        observations.append(original_observations(env, obs))
+        reset_infos.append([dict(info) for info in env.unwrapped.reset_infos])
     if not np.array_equal(observations[0], observations[1]):
-        raise ValueError(
-            "the env cannot be reset to a given seed: two resets with the same seeds gave different first observations"
+        raise UnseedableEnvError(
+            "the env cannot be reset to a given seed: two resets with the same seeds gave different first observations "
+            "(the reset ignores its seed, draws from np.random or an unseeded space, or carries state from one episode "
+            "to the next)"
         )
+    for original, infos in zip(observations, reset_infos, strict=True):
+        _check_complete_groups(list(original[used]), [infos[i] for i in used], num_samples, n_passes > 1)
     return obs
 
 

@@ -20,7 +20,7 @@ import torch as th
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import Consistency, pcl_policy_loss
 from sb3_pcl.common.trust_region import squared_consistency_objective, state_kl, trust_region_step
-from sb3_pcl.common.validation import check, is_int, is_real
+from sb3_pcl.common.validation import check, check_finite_update, is_int, is_real
 
 if TYPE_CHECKING:
     from sb3_pcl.pcl.pcl import PCL
@@ -79,6 +79,7 @@ class GradientStep(PolicyStep):
         loss.backward()
         max_norm = self.model.max_grad_norm if self.model.max_grad_norm is not None else float("inf")
         grad_norm = th.nn.utils.clip_grad_norm_(self._parameters, max_norm)
+        check_finite_update(type(self.model).__name__, "policy step", loss, grad_norm)
         policy.optimizer.step()
         return {"grad_norm": float(grad_norm)}
 
@@ -178,6 +179,8 @@ class TrustRegionStep(PolicyStep):
             line_search_max_iter=self.line_search_max_iter,
             line_search_shrinking_factor=self.line_search_shrinking_factor,
         )
+        # trust_region_step leaves the parameters unchanged on a non-finite loss or gradient: say so
+        check_finite_update(type(model).__name__, "trust-region step", th.tensor(result.loss_before), result.grad_norm)
         if not result.accepted and model.verbose >= 2:
             print(f"PCL trust region: no step accepted after {result.n_trials} trials, policy unchanged")
         return {

@@ -1,9 +1,13 @@
-"""Hyperparameter validation shared by the algorithms: one helper, whose message names the argument the user passed."""
+"""
+Checks shared by the algorithms: hyperparameters (one helper, whose message names the argument the user passed), data
+entering storage, env outputs entering the policy, and the finiteness of every update before the optimiser steps.
+"""
 
 import math
 from typing import Any
 
 import numpy as np
+import torch as th
 from gymnasium import spaces
 
 
@@ -59,7 +63,9 @@ def build_part(argument: str, parts: dict[str, type], name: Any, kwargs: dict[st
         ) from None
 
 
-def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", hint: str = "") -> np.ndarray:
+def check_storable(
+    values: Any, dtype: Any, what: str, index_name: str = "row", hint: str = "", refusal: str = "refusing to store it"
+) -> np.ndarray:
     """
     Convert data entering storage (a replay, an episode batch) to its storage ``dtype``, refusing what is not finite there.
 
@@ -71,6 +77,7 @@ def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", 
     :param what: what the data is, for the message (``"reward"``, ``"observation"``, ...)
     :param index_name: what a row is, for the message (``"env index"``, ``"step"``)
     :param hint: a sentence appended to the message (what to check)
+    :param refusal: what is refused, for the message
     :return: the converted values
     :raises ValueError: naming ``what``, the rows, and whether the values overflow ``dtype`` or are NaN / inf
     """
@@ -97,7 +104,82 @@ def check_storable(values: Any, dtype: Any, what: str, index_name: str = "row", 
     original = array.reshape(flat_stored.shape)[bad] if array.dtype.kind == "f" else np.array([])
     overflow = original.size > 0 and bool(np.all(np.isfinite(original)))
     problem = f"too large for {np.dtype(dtype).name}, max {np.finfo(dtype).max:.3g}" if overflow else "NaN or inf"
-    raise ValueError(f"Non-finite {what} ({problem}) at {index_name} {rows[:10]}: refusing to store it. {hint}".rstrip())
+    raise ValueError(f"Non-finite {what} ({problem}) at {index_name} {rows[:10]}: {refusal}. {hint}".rstrip())
+
+
+def check_budget(total_timesteps: Any) -> None:
+    """
+    :param total_timesteps: the step budget passed to ``learn()``
+    :raises ValueError: unless it is a finite number > 0 (SB3 would silently run no step)
+    """
+    check(is_real(total_timesteps) and total_timesteps > 0, "total_timesteps", total_timesteps, "a finite number > 0")
+
+
+#: the dtype the policies compute in: a float observation must be finite in it to reach them
+POLICY_DTYPE = np.dtype(np.float32)
+
+
+def check_env_outputs(observations: Any, rewards: Any = None, where: str = "step", hint: str = "") -> None:
+    """
+    Refuse env outputs the algorithm cannot use, where they enter it (after ``reset`` and after each ``step``).
+
+    One vectorised pass: float observations must be finite in float32, the dtype the policy computes in (a float64
+    observation of 1e39 is finite in the env but ``inf`` in the network), rewards finite in float32. Integer
+    observations are not checked (they cannot be NaN). Cheap enough to run on every vectorised step.
+
+    :param observations: the observations of every env, ``(n_envs, ...)`` (SB3's VecEnv output)
+    :param rewards: the rewards of every env, ``(n_envs,)`` (``None``: after a reset)
+    :param where: ``"reset"`` or ``"step"``, for the message
+    :param hint: a sentence appended to the message (what to check)
+    :raises ValueError: naming the observation or reward, the env indices, and whether the values are NaN / inf or
+        overflow float32
+    """
+    suffix = f" returned by the env's {where}()"
+    for values, what in ((observations, "observation"), (rewards, "reward")):
+        if values is None or isinstance(values, (dict, tuple)):
+            continue
+        array = np.asarray(values)
+        if array.dtype.kind != "f":
+            continue
+        if array.dtype.itemsize > POLICY_DTYPE.itemsize:
+            ok = bool(np.all(np.abs(array) <= np.finfo(POLICY_DTYPE).max))  # False for NaN and inf too
+        else:
+            ok = bool(np.all(np.isfinite(array)))
+        if not ok:
+            check_storable(array, POLICY_DTYPE, what + suffix, "env index", hint, "refusing to act on it")
+
+
+#: why an update is not finite, and what helps (docs/troubleshooting.md says more)
+NON_FINITE_UPDATE_ADVICE = (
+    "Likely causes: rewards too large to discount (sums of rewards and squared consistencies overflow float32; "
+    "rewards of 1e30 do), Box action bounds too wide to sample uniformly (warm-up actions drawn uniformly in +-1e10 "
+    "have log-probabilities near -5e19), or a collapsed std (a log std driven to -inf by a too large learning rate). "
+    "Scale the rewards (VecNormalize(venv, norm_reward=True) or gymnasium.wrappers.TransformReward), normalise the "
+    "observations (VecNormalize), rescale wide Box actions to [-1, 1] (gymnasium.wrappers.RescaleAction), or lower "
+    "learning_rate; see the Troubleshooting page, 'Training'"
+)
+
+
+def check_finite_update(algorithm: str, step: str, loss: th.Tensor, grad_norm: th.Tensor | float | None = None) -> None:
+    """
+    Refuse an update whose loss or gradient norm is not finite, right before the optimiser steps.
+
+    One host synchronisation (``loss + grad_norm`` is finite only when both are); the message is built only on failure.
+
+    :param algorithm: the algorithm's name, for the message
+    :param step: which update (``"policy step"``, ``"value fit"``, ...), for the message
+    :param loss: the loss about to be minimised (a scalar tensor)
+    :param grad_norm: the global norm of its gradient (``None``: the loss alone is checked)
+    :raises ValueError: naming the update, the non-finite values, the likely causes and the remedies; the parameters
+        have not changed
+    """
+    total = loss.detach() if grad_norm is None else loss.detach() + grad_norm
+    if bool(th.isfinite(total).all()):
+        return
+    values = f"loss {float(loss.detach()):.4g}" + ("" if grad_norm is None else f", gradient norm {float(grad_norm):.4g}")
+    raise ValueError(
+        f"{algorithm}: non-finite update in the {step} ({values}): the parameters were not changed. {NON_FINITE_UPDATE_ADVICE}"
+    )
 
 
 #: the model attribute that records which class saved a model (saved with it, read back by ``load``)

@@ -22,7 +22,7 @@ import torch as th
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import value_targets
 from sb3_pcl.common.trust_region import ridge_regression
-from sb3_pcl.common.validation import check, is_int, is_real
+from sb3_pcl.common.validation import check, check_finite_update, is_int, is_real
 
 if TYPE_CHECKING:
     from sb3_pcl.pcl.pcl import PCL
@@ -151,7 +151,8 @@ class GradValueFit(_RegressionFit):
     def setup(self, model: PCL) -> None:
         super().setup(model)
         optimizer_class: Any = model.policy.optimizer_class
-        self._optimizer = optimizer_class(self.value_parameters(), lr=self.learning_rate, **model.policy.optimizer_kwargs)
+        self._parameters = self.value_parameters()
+        self._optimizer = optimizer_class(self._parameters, lr=self.learning_rate, **model.policy.optimizer_kwargs)
 
     @property
     def optimizer(self) -> th.optim.Optimizer | None:
@@ -165,6 +166,8 @@ class GradValueFit(_RegressionFit):
             loss = self.regression_loss(obs, intended, batch.mask)
             self._optimizer.zero_grad()
             loss.backward()
+            grad_norm = th.nn.utils.get_total_norm(p.grad for p in self._parameters if p.grad is not None)
+            check_finite_update(type(self.model).__name__, "value fit", loss, grad_norm)
             self._optimizer.step()
         return loss.item()
 
@@ -213,6 +216,7 @@ class BestFitValueFit(_RegressionFit):
         valid = batch.mask.reshape(-1).bool()
         features = self._features(obs)[valid]
         targets = intended.reshape(-1)[valid]
+        check_finite_update(type(self.model).__name__, "value fit", targets.sum() + features.sum())
         if features.shape[0] <= features.shape[1] + 1:
             warnings.warn(
                 f"value_fit='best_fit' fits {features.shape[1] + 1} parameters on only {features.shape[0]} valid steps: "
@@ -251,12 +255,18 @@ class LBFGSValueFit(_RegressionFit):
 
     def fit(self, batch: PathBatch, ent_coef: float) -> float:
         obs, intended = self.targets(batch, ent_coef)
-        optimizer = th.optim.LBFGS(self.value_parameters(), lr=1.0, max_iter=self.max_iter, line_search_fn="strong_wolfe")
+        parameters = self.value_parameters()
+        optimizer = th.optim.LBFGS(parameters, lr=1.0, max_iter=self.max_iter, line_search_fn="strong_wolfe")
+        first = [True]
 
         def closure() -> th.Tensor:
             optimizer.zero_grad()
             loss = self.regression_loss(obs, intended, batch.mask)
             loss.backward()
+            if first[0]:  # at the starting point, before L-BFGS moves anything
+                first[0] = False
+                grad_norm = th.nn.utils.get_total_norm(p.grad for p in parameters if p.grad is not None)
+                check_finite_update(type(self.model).__name__, "value fit", loss, grad_norm)
             return loss
 
         optimizer.step(closure)  # type: ignore[no-untyped-call]

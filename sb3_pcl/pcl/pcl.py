@@ -3,8 +3,7 @@
 import copy
 import io
 import pathlib
-import warnings
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -30,11 +29,23 @@ from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.trust_region import state_kl
-from sb3_pcl.common.validation import ObservationSpaceChecks, build_part, check, check_saved_by, is_int, is_real
+from sb3_pcl.common.validation import (
+    ObservationSpaceChecks,
+    build_part,
+    check,
+    check_budget,
+    check_env_outputs,
+    check_saved_by,
+    is_int,
+    is_real,
+)
 from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
 from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedValue, distribution_and_values
 
+SelfPCL = TypeVar("SelfPCL", bound="PCL")
 SAMPLE_FROM = ("online", "target")
+#: what to check when the env returns a value the algorithm cannot use
+ENV_OUTPUT_HINT = "Check the env (SB3's VecCheckNan wrapper raises at the step that produces the value)."
 
 
 def fused_adam(policy_kwargs: dict[str, Any], device: th.device) -> dict[str, Any]:
@@ -349,6 +360,19 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     def _on_step(self) -> None:
         self._steps_since_train += 1
 
+    def _store_transition(
+        self,
+        replay_buffer: Any,
+        buffer_action: np.ndarray,
+        new_obs: np.ndarray | dict[str, np.ndarray],
+        reward: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """SB3's storage, after checking the step's outputs where they enter the algorithm (the policy acts on them next)."""
+        check_env_outputs(new_obs, reward, "step", ENV_OUTPUT_HINT)
+        super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
+
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> RolloutReturn:
         """
         SB3's collection; then, with ``gradient_steps=0`` and ``use_online_batch``, a training iteration on the online
@@ -543,19 +567,29 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             # The envs are about to be reset: the running paths end here, cut.
             self.replay_buffer.close_open_paths()
             self._steps_since_train = 0
-        if tb_log_name == "run":  # SB3's default: name the TensorBoard runs after the class instead (PCL_1, ...)
-            tb_log_name = type(self).__name__
+        check_budget(total_timesteps)
         total_timesteps, callback = super()._setup_learn(
             total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
         )
-        if self.learning_starts >= total_timesteps:
-            warnings.warn(
+        check_env_outputs(self._last_obs, None, "reset", ENV_OUTPUT_HINT)  # the policy acts on them first
+        if self.learning_starts >= total_timesteps and self.verbose >= 1:  # SB3 stays quiet; say it in the logs
+            self.logger.warn(
                 f"learning_starts={self.learning_starts} is not below the step budget ({total_timesteps} steps): "
                 "this call of learn() only collects random-action steps and never trains. Lower learning_starts or "
-                "train for more steps.",
-                stacklevel=3,
+                "train for more steps."
             )
         return total_timesteps, callback
+
+    def learn(
+        self: SelfPCL,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "PCL",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfPCL:
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
 
     # ------------------------------------------------------------------ demonstrations
     def add_demonstrations(self, episodes: DemonstrationSource) -> int:
@@ -573,7 +607,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         """
         if self.replay_buffer is None:
             raise ValueError("The model has no replay buffer yet: call add_demonstrations after _setup_model()")
-        n_paths, n_transitions = seed_replay(self.replay_buffer, episodes, self.observation_space, self.action_space)
+        scale_action = self.policy.scale_action if self.policy.squash_output else None  # stored as the policy samples
+        n_paths, n_transitions = seed_replay(
+            self.replay_buffer, episodes, self.observation_space, self.action_space, scale_action
+        )
         if self.verbose >= 1:
             print(f"Seeded the replay with {n_paths} demonstration paths ({n_transitions} transitions)")
         return n_paths

@@ -9,11 +9,12 @@ the consistency is built from. Episodes of the tasks that need memory are short 
 CartPoleNoVel: <= 500 steps) and the replay is one fused LSTM call, so the exact choice is affordable.
 """
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.recurrent import MlpLstmPolicy
@@ -21,6 +22,9 @@ from sb3_pcl.common.trust_region import state_kl
 from sb3_pcl.pcl.pcl import PCL
 from sb3_pcl.recurrent_pcl.policies import UnifiedMlpLstmPolicy
 from sb3_pcl.trust_pcl.trust_pcl import TrustPCL
+
+SelfRecurrentPCL = TypeVar("SelfRecurrentPCL", bound="RecurrentPCL")
+SelfRecurrentTrustPCL = TypeVar("SelfRecurrentTrustPCL", bound="RecurrentTrustPCL")
 
 
 class RecurrentPCL(PCL):
@@ -167,9 +171,31 @@ class RecurrentPCL(PCL):
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_collection_state"]
 
+    def learn(
+        self: SelfRecurrentPCL,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "RecurrentPCL",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfRecurrentPCL:
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
+
 
 class RecurrentTrustPCL(RecurrentPCL, TrustPCL):
     """
     Trust-PCL with a recurrent policy: :class:`~sb3_pcl.TrustPCL`'s adaptive relative entropy on
     :class:`RecurrentPCL`'s exact path replay. Every argument is :class:`~sb3_pcl.TrustPCL`'s.
     """
+
+    def learn(
+        self: SelfRecurrentTrustPCL,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "RecurrentTrustPCL",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfRecurrentTrustPCL:
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)

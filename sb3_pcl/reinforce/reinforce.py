@@ -2,6 +2,7 @@
 
 import sys
 import time
+import warnings
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -18,7 +19,9 @@ from stable_baselines3.common.vec_env import VecEnv
 from sb3_pcl.common.episodes import (
     MAX_SEED,
     EpisodeBatch,
+    GroupSyncError,
     StepRecord,
+    UnseedableEnvError,
     batch_layout,
     check_num_samples,
     check_seeded_resets,
@@ -29,7 +32,15 @@ from sb3_pcl.common.episodes import (
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
-from sb3_pcl.common.validation import ObservationSpaceChecks, check, check_saved_by, is_int, is_real
+from sb3_pcl.common.validation import (
+    ObservationSpaceChecks,
+    check,
+    check_budget,
+    check_finite_update,
+    check_saved_by,
+    is_int,
+    is_real,
+)
 from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
@@ -99,6 +110,8 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     :param adam_eps: ``eps`` of Adam (the original code: 2e-4); ``policy_kwargs["optimizer_kwargs"]`` overrides it
     :param check_seeding: at the start of ``learn``, reset twice with the same seeds and check the groups
         start identically (the groups of every batch are always checked)
+    :param gamma: discount factor of an episode's total reward, ``R = sum_t gamma^t r_t`` (1: the undiscounted total
+        of the papers and the original code)
     :param policy_kwargs: additional arguments passed to the policy on creation
     :param stats_window_size: window size for the rollout logging (an integer >= 1)
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
@@ -127,6 +140,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         max_grad_norm: float | None = 50.0,
         adam_eps: float = 2e-4,
         check_seeding: bool = True,
+        gamma: float = 1.0,
         policy_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
@@ -158,7 +172,10 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         self.max_grad_norm = max_grad_norm
         self.adam_eps = adam_eps
         self.check_seeding = check_seeding
+        self.gamma = gamma
         self._batch: EpisodeBatch | None = None
+        #: whether the groups' copies start identically (else the env's reset ignores the seed: see ``learn``)
+        self._synchronized = True
         # saved with the model: ``load`` refuses a file another class saved (see check_saved_by)
         self._saved_by = type(self).__name__
         self._check_hyperparameters()
@@ -184,6 +201,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         )
         check(is_real(self.adam_eps) and self.adam_eps > 0, "adam_eps", self.adam_eps, "a finite float > 0")
         check(isinstance(self.check_seeding, bool), "check_seeding", self.check_seeding, "True or False")
+        check(is_real(self.gamma) and 0.0 <= self.gamma <= 1.0, "gamma", self.gamma, "in [0, 1]")
         _check_base_arguments(self.verbose, self.seed, self._stats_window_size)
 
     def _scheduled(self, name: str, value: Any, positive: bool) -> float:
@@ -212,6 +230,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         self.ent_coef = self.__dict__.pop("tau")
         for name in _OLD_SAVE_ATTRIBUTES:
             self.__dict__.pop(name, None)
+        self.gamma = 1.0  # 0.1.0 saved an on-policy gamma it did not use: its episodes were undiscounted
 
     def _setup_model(self) -> None:
         self._upgrade_old_save()
@@ -226,10 +245,40 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         self.policy = self.policy.to(self.device)
 
     def _check_synchronized_groups(self) -> None:
-        """Check, before training, that the env's groups of ``num_samples`` episodes can be played from one seed each."""
+        """
+        Check, before training, that the env's groups of ``num_samples`` episodes can be played from one seed each;
+        fall back to unsynchronized groups (with a warning) when the env's reset ignores the seed.
+        """
         assert self.env is not None
+        self._synchronized = True
         if self.check_seeding:
-            check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
+            try:
+                check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
+            except UnseedableEnvError as error:
+                self._desynchronize(error)
+
+    def _desynchronize(self, error: ValueError) -> None:
+        """Play the next batches without requiring the ``K`` copies of a group to start identically, and say so."""
+        self._synchronized = False
+        warnings.warn(
+            f"{type(self).__name__}: {error}. Training goes on with unsynchronized groups: the {self.num_samples} "
+            "episodes of a group start from whatever states the env's resets give, so the K-sample baseline (and "
+            "UREX's bonus) compares episodes from different start states: still an unbiased gradient, with more "
+            "variance. Seed the env's randomness from reset(seed=...) (self.np_random) for the synchronized groups.",
+            stacklevel=3,
+        )
+
+    def _env_reproduces_resets(self) -> bool:
+        """:return: whether three probes of two resets with the same seeds each gave identical first observations"""
+        assert self.env is not None
+        try:
+            for _ in range(3):
+                check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
+        except UnseedableEnvError:
+            return False
+        except GroupSyncError:
+            return True
+        return True
 
     def _draw_base_seed(self) -> int:
         """:return: the reset seed of the first group of a batch (from NumPy's global generator, seeded by ``seed``)"""
@@ -268,9 +317,16 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
                 episode_infos[int(step.slots[index])] = step.infos[index]
             return True
 
-        batch = collect_episode_batch(
-            env, self.policy, self.num_samples, self.max_steps, self._draw_base_seed(), on_step=on_step, check_sync=True
-        )
+        base_seed = self._draw_base_seed()
+        try:
+            batch = collect_episode_batch(
+                env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, check_sync=self._synchronized
+            )
+        except GroupSyncError as error:  # raised right after a reset, before any step is played
+            if self._env_reproduces_resets():
+                raise  # a seeded env whose groups drifted apart (a curriculum): the message says what to do
+            self._desynchronize(error)
+            batch = collect_episode_batch(env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, False)
         if batch is None:
             return False
         # The batch's episodes enter the episode statistics in slot (env) order, not in the order they ended: failed
@@ -354,6 +410,8 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         log_prob, entropy = self._evaluate_batch(batch)
         mask = th.as_tensor(batch.mask, device=self.device)
         rewards = th.as_tensor(batch.rewards, device=self.device)
+        if self.gamma != 1.0:  # every episode of the batch starts at its step 0
+            rewards = rewards * self.gamma ** th.arange(batch.n_steps, dtype=rewards.dtype, device=self.device)[:, None]
         shape = (batch.n_groups, batch.num_samples)
         total_rewards = episode_totals(rewards, mask).reshape(shape)
         total_log_probs = episode_totals(log_prob, mask).reshape(shape)
@@ -364,6 +422,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         loss.backward()
         max_norm = float("inf") if self.max_grad_norm is None else self.max_grad_norm
         grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
+        check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
         self.policy.optimizer.step()
         self._n_updates += 1
 
@@ -408,7 +467,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         total_timesteps: int,
         callback: MaybeCallback = None,
         log_interval: int | None = 1,
-        tb_log_name: str | None = None,
+        tb_log_name: str = "Reinforce",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfReinforce:
@@ -419,13 +478,14 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         :param total_timesteps: env steps to train for
         :param callback: callback(s) called at every vectorised step and at the start and end of each batch
         :param log_interval: write the logs every this many batches (``None``: never)
-        :param tb_log_name: TensorBoard run name (default: the class name, ``Reinforce`` or ``UREX``)
+        :param tb_log_name: the name of the TensorBoard run
         :param reset_num_timesteps: whether to reset the current timestep count
         :param progress_bar: display a progress bar
         :return: the trained model
         """
+        check_budget(total_timesteps)
         total_timesteps, callback = self._setup_learn(
-            total_timesteps, callback, reset_num_timesteps, tb_log_name or type(self).__name__, progress_bar
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
         )
         self._check_synchronized_groups()
         callback.on_training_start(locals(), globals())
@@ -441,7 +501,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         return self
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_batch"]
+        return [*super()._excluded_save_params(), "_batch", "_synchronized"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         # The optimizer's state too: a loaded model continues with the same Adam moments.

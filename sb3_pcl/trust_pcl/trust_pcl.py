@@ -2,18 +2,20 @@
 
 import warnings
 from collections import deque
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecMonitor, is_vecenv_wrapped
 
 from sb3_pcl.common.trust_region import LAMBDA_HIGH, LAMBDA_LOW, MIN_EPISODES, find_relative_entropy_coef
 from sb3_pcl.common.validation import check, is_int, is_real
 from sb3_pcl.pcl.pcl import PCL
+
+SelfTrustPCL = TypeVar("SelfTrustPCL", bound="TrustPCL")
 
 #: env steps after ``learning_starts`` without a lambda estimate before TrustPCL warns that lambda cannot adapt
 LAMBDA_PATIENCE = 50_000
@@ -178,3 +180,14 @@ class TrustPCL(PCL):
                 "e.g. with make_vec_env, or pass max_divergence=None for a fixed lambda."
             )
         return result
+
+    def learn(
+        self: SelfTrustPCL,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "TrustPCL",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfTrustPCL:
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)

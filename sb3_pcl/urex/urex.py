@@ -1,13 +1,15 @@
 """Under-appreciated Reward EXploration (UREX) as a Stable-Baselines3 algorithm."""
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from sb3_pcl.common.episodes import urex_bonus
 from sb3_pcl.reinforce.reinforce import Reinforce
+
+SelfUREX = TypeVar("SelfUREX", bound="UREX")
 
 
 class UREX(Reinforce):
@@ -56,3 +58,14 @@ class UREX(Reinforce):
         :return: ``(n_groups, K)`` bonus
         """
         return urex_bonus(total_rewards, total_log_probs, ent_coef)
+
+    def learn(
+        self: SelfUREX,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int | None = 1,
+        tb_log_name: str = "UREX",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfUREX:
+        return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
