@@ -28,8 +28,10 @@ import argparse
 import logging
 import math
 import shlex
+import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from benchmarks.harness import (
     ALGORITHMS,
@@ -61,6 +63,51 @@ def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
         except ValueError:
             raise ValueError(f"--threshold {item!r}: {value!r} is not a number") from None
     return thresholds
+
+
+#: files whose presence marks a folder as holding results of the harness
+RESULT_FILES = ("evaluations.csv", "results.md", "config.json")
+
+
+def git_tracked_files(folder: str | Path) -> list[str]:
+    """
+    :param folder: An existing folder
+    :return: The files under ``folder`` that git tracks (empty outside a git work tree or without git)
+    """
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--", "."], cwd=folder, capture_output=True, text=True, check=False, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return listed.stdout.split() if listed.returncode == 0 else []
+
+
+def refusal_to_write(out: str | Path, skip_existing: bool) -> str | None:
+    """
+    Say why a grid must not write into ``out`` without ``--force``: committed files there (results that a run would
+    rewrite, even when resuming), or the results of an earlier invocation (unless resuming with ``--skip-existing``).
+
+    :param out: The ``--out`` folder
+    :param skip_existing: Whether ``--skip-existing`` was given
+    :return: The reason, or None when writing there is safe
+    """
+    folder = Path(out)
+    if not folder.is_dir():
+        return None
+    tracked = git_tracked_files(folder)
+    if tracked:
+        return (
+            f"--out {out} holds {len(tracked)} file(s) tracked by git (e.g. {tracked[0]}): a run would rewrite the "
+            "committed results there; write to a new folder (e.g. --out runs/NAME) or give --force"
+        )
+    found = [name for name in RESULT_FILES if (folder / name).exists()]
+    if found and not skip_existing:
+        return (
+            f"--out {out} already holds results ({', '.join(found)}): write to a new folder, add runs to it with "
+            "--skip-existing, or give --force to overwrite"
+        )
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -170,6 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-existing", action="store_true", help="resume: skip runs that already have results in --out")
     parser.add_argument("--summary-only", action="store_true", help="only rebuild results.md and the plots from the CSVs")
     parser.add_argument(
+        "--force",
+        action="store_true",
+        help="write into --out even when it holds committed files or an earlier invocation's results (refused "
+        "otherwise; --skip-existing resumes an uncommitted folder without it)",
+    )
+    parser.add_argument(
         "--gym-packages",
         nargs="+",
         default=[],
@@ -233,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
+    refusal = None if args.force else refusal_to_write(args.out, args.skip_existing)
+    if refusal is not None:
+        parser.error(refusal)
     for algo in args.algos:
         try:
             if split_variant(algo)[1] is not None:
