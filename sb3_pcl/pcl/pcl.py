@@ -15,7 +15,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule, explained_variance
 
-from sb3_pcl.common.actions import NoiseControl, to_env_actions
+from sb3_pcl.common.actions import NoiseControl, sample_actions, to_env_actions
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
 from sb3_pcl.common.consistency import (
     Consistency,
@@ -347,9 +347,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             return self.policy.scale_action(sampled) if self.policy.squash_output else sampled
         assert self._last_obs is not None
         acting = self.policy_target if self.sample_from == "target" else self.policy
-        obs_tensor, _ = acting.obs_to_tensor(self._last_obs)
-        with th.no_grad():
-            sampled = acting._predict(obs_tensor, deterministic=False).cpu().numpy()
+        sampled = sample_actions(acting, self._last_obs).cpu().numpy()  # type: ignore[arg-type]
         return sampled.reshape((n_envs, *(self.action_space.shape or ())))
 
     @property
