@@ -1,5 +1,7 @@
 """sb3_pcl: path-consistency learning and under-appreciated-reward exploration for Stable-Baselines3."""
 
+from pathlib import Path
+
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from sb3_pcl.envs import register_algorithmic_envs
@@ -9,7 +11,8 @@ from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.urex import UREX
 
-__version__ = "0.2.0"
+#: the package version, from ``sb3_pcl/version.txt`` (which the package metadata reads too)
+__version__ = (Path(__file__).parent / "version.txt").read_text(encoding="utf-8").strip()
 
 register_algorithmic_envs()
 

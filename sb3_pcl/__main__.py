@@ -87,6 +87,10 @@ def main(argv: list[str] | None = None) -> float:
     args = parser.parse_args(argv)
     if args.threads < 1 or not args.log_interval > 0:
         parser.error("--threads must be >= 1 and --log-interval > 0")
+    if args.steps is not None and args.steps < 1:
+        parser.error(f"--steps must be a positive number of training steps, got {args.steps}")
+    if args.eval_episodes < 1:
+        parser.error(f"--eval-episodes must be a positive number of episodes, got {args.eval_episodes}")
     th.set_num_threads(args.threads)
 
     algo_class = sb3_pcl.ALGOS[args.algo]

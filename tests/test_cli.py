@@ -110,3 +110,13 @@ def test_wrappers_and_callbacks_of_an_entry_are_read_as_rl_zoo3_reads_them(tmp_p
         (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"sb3_pcl/Copy-v0": {"callback": bad}}))
         with pytest.raises(ValueError, match=r"callback|cannot import"):
             load_hyperparams("pcl", "sb3_pcl/Copy-v0", tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--steps", "0"), ("--steps", "-5"), ("--eval-episodes", "0"), ("--eval-episodes", "-1")]
+)
+def test_quick_run_refuses_non_positive_budgets(option, value, capsys):
+    with pytest.raises(SystemExit) as error:
+        main([option, value])
+    assert error.value.code == 2
+    assert f"{option} must be a positive number" in capsys.readouterr().err

@@ -292,12 +292,18 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             "replay_from_start": self.replay_from_start,
             **self.replay_buffer_kwargs,
         }
-        self.policy_kwargs = fused_adam(self.policy_kwargs, self.device)
-        super()._setup_model()
+        # fused Adam is chosen for this run's device: the policies are built with it, but the model keeps (and saves)
+        # the policy_kwargs as given, so a saved model asks for nothing its next device may lack
+        given_policy_kwargs = self.policy_kwargs
+        self.policy_kwargs = fused_adam(given_policy_kwargs, self.device)
+        try:
+            super()._setup_model()
+            self.policy_target = self.policy_class(  # type: ignore[assignment]
+                self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs
+            ).to(self.device)
+        finally:
+            self.policy_kwargs = given_policy_kwargs
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
-        self.policy_target = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs
-        ).to(self.device)
         self.policy_target.load_state_dict(self.policy.state_dict())
         self.policy_target.set_training_mode(False)
         self.policy_target.requires_grad_(False)
