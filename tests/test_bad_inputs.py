@@ -8,6 +8,7 @@ minute.
 """
 
 import io
+import os
 import zipfile
 from typing import Any
 
@@ -439,3 +440,137 @@ def test_sb3_conventions(algo: type, tmp_path: Any) -> None:
     for budget in (-1, 0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="total_timesteps must be a finite number > 0"):
             model.learn(budget)
+
+
+# ----------------------------------------------------------------------------------------------
+# replay files: sizes checked before anything is allocated
+# ----------------------------------------------------------------------------------------------
+
+
+def npz_bytes(members: dict[str, bytes], compress: bool = False) -> bytes:
+    """An .npz archive holding the given raw members (``name.npy`` -> bytes)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def npy_header_only(shape: tuple[int, ...], dtype: Any) -> bytes:
+    """An .npy header declaring ``shape`` with (almost) no data after it."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": shape}
+    )
+    return buffer.getvalue() + b"\0" * 16
+
+
+def replay_members(path: Any, **metadata_changes: Any) -> dict[str, bytes]:
+    import json
+
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in data.files}
+    metadata = json.loads(arrays["metadata"].tobytes())
+    metadata.update(metadata_changes)
+    metadata = {key: value for key, value in metadata.items() if value is not None}
+    arrays["metadata"] = np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+    return {f"{key}.npy": npy_bytes(value) for key, value in arrays.items()}
+
+
+@pytest.fixture(scope="module")
+def small_replay(tmp_path_factory: Any) -> Any:
+    """A model with a 500-transition replay holding a few short paths (a replay file of a few KiB)."""
+    model = build(PCL)
+    model.learn(60)
+    path = tmp_path_factory.mktemp("replay") / "replay.npz"
+    model.save_replay_buffer(path)
+    return model, path
+
+
+def crafted_replays(path: Any) -> dict[str, tuple[bytes, str]]:
+    """Crafted replay files of a few KiB, each with the message that must refuse it."""
+    members = replay_members(path)
+    zeros = {**members, "extra.npy": npy_bytes(np.zeros(64 << 20, dtype=np.uint8))}  # 64 MiB of zeros, deflated
+    huge_header = {**members, "observations.npy": npy_header_only((10**12, 4), np.float32)}
+    return {
+        "extra_array": (npz_bytes(zeros, compress=True), r"unexpected members \['extra.npy'\] \(refused unread"),
+        "many_envs": (npz_bytes(replay_members(path, n_envs=2 * 10**7)), r"n_envs=20000000 exceeds buffer_size=500"),
+        "large_buffer": (
+            npz_bytes(replay_members(path, buffer_size=2 * 10**7, n_envs=2 * 10**7)),
+            r"buffer_size=20000000, larger than this model's buffer_size=500",
+        ),
+        "huge_header": (
+            npz_bytes(huge_header),
+            r"'observations' has a header describing 16000000000128 bytes but the archive declares 144",
+        ),
+        "wrong_shape": (
+            npz_bytes({**members, "rewards.npy": npy_bytes(np.zeros(400, np.float32))}),
+            r"'rewards' declares dtype float32 and shape \(400,\), expected float32 \(500,\)",
+        ),
+        "object_dtype": (
+            npz_bytes({**members, "rewards.npy": npy_header_only((500,), object)}),
+            r"'rewards' holds Python objects",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", ["extra_array", "many_envs", "large_buffer", "huge_header", "wrong_shape", "object_dtype"])
+def test_crafted_replay_files_are_refused_before_allocating(small_replay: Any, case: str, tmp_path: Any) -> None:
+    import tracemalloc
+
+    model, path = small_replay
+    content, message = crafted_replays(path)[case]
+    assert len(content) < 160 << 10  # a few KiB (the replay itself is mostly its 500-slot storage)
+    crafted = tmp_path / f"{case}.npz"
+    crafted.write_bytes(content)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=message) as error:
+            model.load_replay_buffer(crafted)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert case in str(error.value)  # the message names the file
+    assert peak < 4 << 20, f"{peak / 2**20:.1f} MiB allocated before refusing {case}"
+
+
+def test_replay_files_of_the_first_format_still_load(small_replay: Any, tmp_path: Any) -> None:
+    """Version 1 listed every free slot (the never used ones too): it loads and samples as the saved buffer."""
+    _, path = small_replay
+    model = build(PCL)
+    model.load_replay_buffer(path)
+    buffer = model.replay_buffer
+    members = replay_members(path, version=1, next_fresh_slot=None)
+    members["free_slots.npy"] = npy_bytes(  # the never used slots below the evicted ones, popped from the end
+        np.asarray(list(range(buffer.buffer_size - 1, buffer.next_fresh_slot - 1, -1)) + buffer.free_slots, dtype=np.int64)
+    )
+    old = tmp_path / "v1.npz"
+    old.write_bytes(npz_bytes(members))
+    model.load_replay_buffer(old)
+    assert model.replay_buffer.size() == buffer.size() and model.replay_buffer.next_fresh_slot == buffer.buffer_size
+    model.learn(40, reset_num_timesteps=False)
+
+
+def resident_bytes() -> int:
+    """:return: this process's resident memory (Linux)"""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads the resident memory from /proc")
+def test_replay_memory_grows_with_what_is_stored() -> None:
+    """A buffer_size of 10**7 used to cost 399 MiB for 60 transitions (a Python list of every free slot)."""
+    before = resident_bytes()
+    model = build(PCL, buffer_size=10**7)
+    model.learn(60)
+    grown = resident_bytes() - before
+    assert model.replay_buffer.size() == model.num_timesteps and model.replay_buffer.free_slots == []
+    assert model.replay_buffer.next_fresh_slot == model.num_timesteps
+    # the storage (np.zeros, 240 MiB) is mapped lazily: only the pages written become resident
+    assert grown < 64 << 20, f"{grown / 2**20:.0f} MiB"

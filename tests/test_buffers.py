@@ -1027,11 +1027,11 @@ def test_load_replay_buffer_refuses_malformed_files(tmp_path, trained_pcl):
         "episodes.npz": "an .npz file of another kind .*it looks like an episodes file: pass it to add_demonstrations",
         "other.npz": r"an \.npz file of another kind \(arrays \['weights'\]\)",
         "array.npy": r"it is a single \.npy array",
-        "newer.npz": "has replay format version 99; this sb3_pcl reads versions up to 1",
+        "newer.npz": "has replay format version 99; this sb3_pcl reads versions up to 2",
         "foreign.npz": "metadata is not a sb3_pcl.PathReplayBuffer one",
         "bad_json.npz": "unreadable metadata",
         "bad_setting.npz": r"invalid settings .*alpha must be >= 0",
-        "slot_twice.npz": "must hold each of the 500 slots exactly once",
+        "slot_twice.npz": r"must hold each of the \d+ used slots exactly once",
         "inf_reward.npz": r"Non-finite reward \(NaN or inf\) at slot",
         "missing.npz": "the array 'path_lengths' is missing",
     }

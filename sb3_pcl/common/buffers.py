@@ -42,6 +42,7 @@ from stable_baselines3.common.save_util import open_path
 from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import VecNormalize
 
+from sb3_pcl.common.npz_files import ArrayHeader, check_header, npz_member_names, read_npz_headers
 from sb3_pcl.common.validation import check_storable
 
 EVICTION_STRATEGIES = ("fifo", "rand", "rank")
@@ -459,7 +460,9 @@ class PathReplayBuffer(BaseBuffer):
         self.observations: np.ndarray | None = None
         self.actions: np.ndarray | None = None
         self.rewards: np.ndarray | None = None
+        #: slots freed by evictions, reused last-in first-out; the slots from ``next_fresh_slot`` on were never used
         self.free_slots: list[int] = []
+        self.next_fresh_slot = 0
         self.n_stored = 0
 
         self.paths: dict[int, Path] = {}
@@ -482,6 +485,7 @@ class PathReplayBuffer(BaseBuffer):
         state = {key: value for key, value in state.items() if key not in ("pos", "full")}  # an SB3 cursor, not ours
         self.__dict__.update(state)
         self.__dict__.setdefault("distinct_paths", False)
+        self.__dict__.setdefault("next_fresh_slot", self.buffer_size)  # older pickles list every free slot
         self._rebuild_index()
 
     def _rebuild_index(self) -> None:
@@ -607,7 +611,9 @@ class PathReplayBuffer(BaseBuffer):
         self.observations = np.zeros((self.buffer_size, *self.obs_shape), dtype=self._obs_dtype())
         self.actions = np.zeros((self.buffer_size, self.action_dim), dtype=np.float32)
         self.rewards = np.zeros((self.buffer_size,), dtype=np.float32)
-        self.free_slots = list(range(self.buffer_size - 1, -1, -1))
+        # np.zeros maps pages lazily, and the free slots are a counter plus the evicted ones: memory grows with use
+        self.free_slots = []
+        self.next_fresh_slot = 0
 
     def size(self) -> int:
         """:return: number of stored transitions"""
@@ -660,6 +666,9 @@ class PathReplayBuffer(BaseBuffer):
         return float(path.last_step if self.priority == "step" else path.total_return)
 
     def _take_slot(self, writer: Path) -> int:
+        if not self.free_slots and self.next_fresh_slot < self.buffer_size:  # the slots in order, 0 first
+            self.next_fresh_slot += 1
+            return self.next_fresh_slot - 1
         while not self.free_slots:
             self._make_room(writer)
         return self.free_slots.pop()
@@ -1114,6 +1123,7 @@ class PathReplayBuffer(BaseBuffer):
             "allocated": self.observations is not None,
             "next_path_id": int(self.next_path_id),
             "add_count": int(self.add_count),
+            "next_fresh_slot": int(self.next_fresh_slot),
         }
         text = json.dumps(metadata, default=lambda value: value.item() if isinstance(value, np.generic) else str(value))
         arrays: dict[str, np.ndarray] = {
@@ -1143,19 +1153,27 @@ class PathReplayBuffer(BaseBuffer):
         action_space: spaces.Space,
         device: th.device | str = "auto",
         name: str | None = None,
+        max_buffer_size: int | None = None,
     ) -> "PathReplayBuffer":
         """
         Read a buffer written by :meth:`save_npz` (``allow_pickle=False``: the file cannot run code).
 
-        Everything is checked before use: the file kind, the format version, the spaces, the shapes and dtypes of the
-        arrays, that every slot belongs to exactly one path or to the free list, the paths' bookkeeping, and that the
-        stored values are finite (:func:`~sb3_pcl.common.validation.check_storable`).
+        Everything is checked before use, and sizes before anything is allocated: the file kind; the archive's members
+        (unexpected ones are refused unread) and each array's header, whose declared size must match the archive's
+        (:func:`~sb3_pcl.common.npz_files.read_npz_headers`); the metadata (format version, spaces, ``buffer_size`` at
+        most ``max_buffer_size``, ``n_envs`` at most ``buffer_size``); every array's dtype and shape against the sizes
+        these imply. Only then are the arrays read, and checked: that every slot belongs to exactly one path or is
+        free, the paths' bookkeeping, and that the stored values are finite
+        (:func:`~sb3_pcl.common.validation.check_storable`). A crafted file therefore cannot make the loader allocate
+        more than a buffer of ``max_buffer_size`` transitions of the given spaces needs.
 
         :param file: a path, or a binary file open for reading
         :param observation_space: the observation space of the model that loads it
         :param action_space: its action space
         :param device: PyTorch device of the sampled tensors
         :param name: how to name the file in error messages (default: its path or name)
+        :param max_buffer_size: the largest ``buffer_size`` accepted (``None``: no limit but the archive's sizes; a
+            model's ``load_replay_buffer`` passes its own ``buffer_size``)
         :return: the buffer, sampling exactly as the saved one (same batches for the same NumPy random state)
         :raises ValueError: naming the file and the problem: a pickle, an empty, truncated or corrupt file, an ``.npz``
             of another kind, a newer format version, other spaces, or inconsistent contents
@@ -1163,20 +1181,21 @@ class PathReplayBuffer(BaseBuffer):
         name = name if name is not None else replay_file_name(file)
         if isinstance(file, (str, os.PathLike)):
             with open(file, "rb") as handle:
-                return cls.load_npz(handle, observation_space, action_space, device, name)
+                return cls.load_npz(handle, observation_space, action_space, device, name, max_buffer_size)
         kind = replay_file_kind(file)
         if kind != "npz":
             raise ValueError(_not_npz_message(name, kind))
-        try:
-            with np.load(file, allow_pickle=False) as data:
-                if not hasattr(data, "files"):
-                    raise ValueError("not an .npz archive")
-                arrays = {key: np.asarray(data[key]) for key in data.files}
-        except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error) as error:
+        members = npz_member_names(file, name, REPLAY_FILE_KIND)
+        if "metadata" not in members:
+            hint = " (it looks like an episodes file: pass it to add_demonstrations)" if "lengths" in members else ""
             raise ValueError(
-                f"{name} is not a readable PathReplayBuffer .npz file (truncated or corrupt?): {error}"
-            ) from error
-        metadata = _replay_metadata(arrays, name)
+                f"{name} is an .npz file of another kind (arrays {sorted(members)}), not a PathReplayBuffer file{hint}"
+            )
+        headers = read_npz_headers(file, name, REPLAY_FILE_KIND, REPLAY_ARRAYS)
+        check_header(headers, "metadata", np.uint8, (None,), name, REPLAY_FILE_KIND, max_rows=MAX_METADATA_BYTES)
+        metadata = _replay_metadata(_read_npz_arrays(file, name, ["metadata"])["metadata"], name)
+        _check_replay_headers(headers, metadata, observation_space, action_space, name, max_buffer_size)
+        arrays = _read_npz_arrays(file, name, list(headers))
         return cls._from_arrays(arrays, metadata, observation_space, action_space, device, name)
 
     @classmethod
@@ -1203,16 +1222,10 @@ class PathReplayBuffer(BaseBuffer):
         def bad(problem: str) -> ValueError:
             return ValueError(f"{name} is not a valid PathReplayBuffer file: {problem}")
 
+        # the spaces and sizes were checked against the file's headers (_check_replay_headers)
         obs_shape = tuple(int(n) for n in get_obs_shape(observation_space))
         obs_dtype = np.dtype(observation_space.dtype if observation_space.dtype is not None else np.float32)
         action_dim = get_action_dim(action_space)
-        saved = (tuple(metadata["obs_shape"]), metadata["obs_dtype"], metadata["action_dim"])
-        if saved != (obs_shape, obs_dtype.name, action_dim):
-            raise ValueError(
-                f"{name} holds a replay of observations of shape {saved[0]} ({saved[1]}) and actions of dimension "
-                f"{saved[2]}; this model has observations of shape {obs_shape} ({obs_dtype.name}) and actions of "
-                f"dimension {action_dim}"
-            )
         try:
             buffer = cls(
                 metadata["buffer_size"],
@@ -1257,6 +1270,10 @@ class PathReplayBuffer(BaseBuffer):
         last_next_obs = array("last_next_obs", obs_dtype, (n_envs, *obs_shape))
         last_next_known = array("last_next_obs_known", bool, (n_envs,))
         next_path_id, add_count = metadata["next_path_id"], metadata["add_count"]
+        # version 1 listed every free slot, the never used ones included
+        next_fresh_slot = metadata.get("next_fresh_slot", buffer_size if metadata["allocated"] else 0)
+        if not 0 <= next_fresh_slot <= buffer_size:
+            raise bad(f"next_fresh_slot={next_fresh_slot} is outside [0, buffer_size={buffer_size}]")
 
         id_list = path_ids.tolist()
         if any(b <= a for a, b in itertools.pairwise(id_list)) or (n_paths and id_list[0] < 0):
@@ -1280,12 +1297,15 @@ class PathReplayBuffer(BaseBuffer):
             storable(observations, obs_dtype, "observation", "slot")
             storable(actions, np.float32, "action", "slot")
             storable(rewards, np.float32, "reward", "slot")
-            every_slot = np.concatenate([slots, free_slots])
-            in_range = bool(np.all((every_slot >= 0) & (every_slot < buffer_size)))
-            if not in_range or not np.array_equal(np.bincount(every_slot, minlength=buffer_size), np.ones(buffer_size)):
-                raise bad(f"the paths' slots and the free slots must hold each of the {buffer_size} slots exactly once")
+            # the slots below next_fresh_slot are each held by one path or free (the others were never used)
+            used_slots = np.concatenate([slots, free_slots])
+            in_range = bool(np.all((used_slots >= 0) & (used_slots < next_fresh_slot)))
+            if not in_range or len(np.unique(used_slots)) != len(used_slots) or len(used_slots) != next_fresh_slot:
+                raise bad(
+                    f"the paths' slots and the free slots must hold each of the {next_fresh_slot} used slots exactly once"
+                )
             buffer.observations, buffer.actions, buffer.rewards = observations, actions, rewards
-        elif n_paths or len(free_slots):
+        elif n_paths or len(free_slots) or next_fresh_slot:
             raise bad("the storage is not allocated but paths or free slots are listed")
 
         open_ids = open_paths.tolist()
@@ -1318,6 +1338,7 @@ class PathReplayBuffer(BaseBuffer):
             )
             buffer.paths[path_id] = path
         buffer.free_slots = free_slots.tolist()
+        buffer.next_fresh_slot = next_fresh_slot
         buffer.n_stored = n_stored
         buffer.open_paths = [None if path_id == -1 else path_id for path_id in open_ids]
         buffer.last_next_obs = [last_next_obs[env].copy() if last_next_known[env] else None for env in range(n_envs)]
@@ -1330,7 +1351,11 @@ class PathReplayBuffer(BaseBuffer):
 #: the ``format`` entry of a replay file's metadata
 REPLAY_FILE_FORMAT = "sb3_pcl.PathReplayBuffer"
 #: the version :meth:`PathReplayBuffer.save_npz` writes (and the newest :meth:`PathReplayBuffer.load_npz` reads)
-REPLAY_FILE_VERSION = 1
+REPLAY_FILE_VERSION = 2
+#: what a replay file is, in messages
+REPLAY_FILE_KIND = "PathReplayBuffer"
+#: the largest metadata (JSON) array a replay file may hold, in bytes
+MAX_METADATA_BYTES = 1 << 20
 #: the per-path arrays of a replay file (``path_<name>``), with their dtype
 PATH_FIELDS: dict[str, Any] = {
     "ids": np.int64,
@@ -1403,19 +1428,13 @@ def _not_npz_message(name: str, kind: str) -> str:
     )
 
 
-def _replay_metadata(arrays: dict[str, np.ndarray], name: str) -> dict[str, Any]:
+def _replay_metadata(raw: np.ndarray, name: str) -> dict[str, Any]:
     """
-    :param arrays: the arrays of an ``.npz`` file
+    :param raw: the ``metadata`` array of a replay file
     :param name: the file's name, for the messages
     :return: its replay metadata (format, version and entry types checked)
     :raises ValueError: when the ``.npz`` is of another kind, of a newer version, or its metadata is malformed
     """
-    raw = arrays.get("metadata")
-    if raw is None:
-        hint = " (it looks like an episodes file: pass it to add_demonstrations)" if "lengths" in arrays else ""
-        raise ValueError(
-            f"{name} is an .npz file of another kind (arrays {sorted(arrays)}), not a PathReplayBuffer file{hint}"
-        )
     try:
         if raw.dtype != np.uint8 or raw.ndim != 1:
             raise ValueError(f"a {raw.dtype} array of shape {raw.shape}")
@@ -1448,7 +1467,102 @@ def _replay_metadata(arrays: dict[str, np.ndarray], name: str) -> dict[str, Any]
     unknown = set(metadata["settings"]) - set(PathReplayBuffer.SETTINGS)
     if unknown:
         raise ValueError(f"{name} is not a valid PathReplayBuffer file: unknown settings {sorted(unknown)}")
+    fresh = metadata.get("next_fresh_slot", 0)
+    if isinstance(fresh, bool) or not isinstance(fresh, int):
+        raise ValueError(f"{name} is not a valid PathReplayBuffer file: metadata 'next_fresh_slot' is {fresh!r}")
     return metadata
+
+
+#: the arrays a replay file may hold
+REPLAY_ARRAYS = frozenset(
+    {
+        "metadata",
+        "free_slots",
+        "open_paths",
+        "last_next_obs",
+        "last_next_obs_known",
+        "path_slots",
+        "path_final_obs",
+        "observations",
+        "actions",
+        "rewards",
+        *(f"path_{key}" for key in PATH_FIELDS),
+    }
+)
+
+
+def _read_npz_arrays(file: IO[bytes], name: str, keys: list[str]) -> dict[str, np.ndarray]:
+    """:return: the arrays ``keys`` of an ``.npz`` whose headers were checked (``allow_pickle=False``)"""
+    start = file.tell()
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            return {key: np.asarray(data[key]) for key in keys}
+    except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error) as error:
+        raise ValueError(f"{name} is not a readable PathReplayBuffer .npz file (truncated or corrupt?): {error}") from error
+    finally:
+        file.seek(start)
+
+
+def _check_replay_headers(
+    headers: dict[str, ArrayHeader],
+    metadata: dict[str, Any],
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    name: str,
+    max_buffer_size: int | None,
+) -> None:
+    """
+    Check, before any array is read, that the metadata suits the loading model and that every array declares the
+    dtype and shape the metadata implies: no array is larger than a buffer of ``max_buffer_size`` needs.
+
+    :param headers: the file's array headers
+    :param metadata: its metadata (:func:`_replay_metadata`)
+    :param observation_space: the loading model's observation space
+    :param action_space: its action space
+    :param name: the file's name, for the messages
+    :param max_buffer_size: the largest ``buffer_size`` accepted (``None``: no limit)
+    :raises ValueError: naming the file and the first size or array that does not fit
+    """
+    obs_shape = tuple(int(n) for n in get_obs_shape(observation_space))
+    obs_dtype = np.dtype(observation_space.dtype if observation_space.dtype is not None else np.float32)
+    action_dim = get_action_dim(action_space)
+    saved = (tuple(metadata["obs_shape"]), metadata["obs_dtype"], metadata["action_dim"])
+    if saved != (obs_shape, obs_dtype.name, action_dim):
+        raise ValueError(
+            f"{name} holds a replay of observations of shape {saved[0]} ({saved[1]}) and actions of dimension "
+            f"{saved[2]}; this model has observations of shape {obs_shape} ({obs_dtype.name}) and actions of "
+            f"dimension {action_dim}"
+        )
+    buffer_size, n_envs = metadata["buffer_size"], metadata["n_envs"]
+    if max_buffer_size is not None and buffer_size > max_buffer_size:
+        raise ValueError(
+            f"{name} holds a replay of buffer_size={buffer_size}, larger than this model's buffer_size={max_buffer_size}: "
+            f"create the model with buffer_size >= {buffer_size} to load it"
+        )
+    if n_envs > max(buffer_size, 1):
+        raise ValueError(f"{name} is not a valid PathReplayBuffer file: n_envs={n_envs} exceeds buffer_size={buffer_size}")
+    max_paths = 2 * (buffer_size + n_envs)  # a path holds >= 1 slot, or is the (possibly empty) open path of an env
+
+    def expect(key: str, dtype: Any, shape: tuple[int | None, ...], max_rows: int | None = None) -> ArrayHeader:
+        return check_header(headers, key, dtype, shape, name, REPLAY_FILE_KIND, max_rows)
+
+    n_paths = expect("path_ids", np.int64, (None,), max_paths).shape[0]
+    for key, dtype in PATH_FIELDS.items():
+        expect(f"path_{key}", dtype, (n_paths,))
+    expect("path_final_obs", obs_dtype, (n_paths, *obs_shape))
+    expect("path_slots", np.int64, (None,), buffer_size)
+    expect("free_slots", np.int64, (None,), buffer_size)
+    expect("open_paths", np.int64, (n_envs,))
+    expect("last_next_obs", obs_dtype, (n_envs, *obs_shape))
+    expect("last_next_obs_known", bool, (n_envs,))
+    storage = {"observations": (obs_dtype, obs_shape), "actions": (np.float32, (action_dim,)), "rewards": (np.float32, ())}
+    for key, (dtype, shape) in storage.items():
+        if metadata["allocated"]:
+            expect(key, dtype, (buffer_size, *shape))
+        elif key in headers:
+            raise ValueError(
+                f"{name} is not a valid PathReplayBuffer file: the storage is not allocated but {key!r} is stored"
+            )
 
 
 def save_replay_file(buffer: PathReplayBuffer, path: str | pathlib.Path | io.BufferedIOBase, verbose: int = 0) -> None:
@@ -1476,6 +1590,7 @@ def load_replay_file(
     device: th.device | str = "auto",
     allow_pickle: bool = False,
     verbose: int = 0,
+    max_buffer_size: int | None = None,
 ) -> PathReplayBuffer:
     """
     What :meth:`sb3_pcl.PCL.load_replay_buffer` does: read a replay file written by :func:`save_replay_file`.
@@ -1492,6 +1607,7 @@ def load_replay_file(
     :param device: PyTorch device of the sampled tensors
     :param allow_pickle: accept a pickled buffer (only for files you trust)
     :param verbose: SB3's verbosity
+    :param max_buffer_size: the largest ``buffer_size`` accepted (see :meth:`PathReplayBuffer.load_npz`)
     :return: the buffer
     :raises ValueError: naming the file and the problem (see :meth:`PathReplayBuffer.load_npz`)
     """
@@ -1513,7 +1629,7 @@ def load_replay_file(
             if not isinstance(buffer, PathReplayBuffer):
                 raise ValueError(f"{name} does not hold a PathReplayBuffer (found {type(buffer).__name__})")
             return buffer
-        return buffer_class.load_npz(file, observation_space, action_space, device, name)  # type: ignore[arg-type]
+        return buffer_class.load_npz(file, observation_space, action_space, device, name, max_buffer_size)  # type: ignore[arg-type]
     finally:
         if isinstance(path, (str, pathlib.Path)):
             file.close()

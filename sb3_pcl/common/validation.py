@@ -134,8 +134,8 @@ def check_env_outputs(observations: Any, rewards: Any = None, where: str = "step
     :raises ValueError: naming the observation or reward, the env indices, and whether the values are NaN / inf or
         overflow float32
     """
-    suffix = f" returned by the env's {where}()"
-    for values, what in ((observations, "observation"), (rewards, "reward")):
+    refusal = f"returned by the env's {where}(), refusing to act on it"
+    for values, what in ((observations, "observation" if where == "reset" else "next observation"), (rewards, "reward")):
         if values is None or isinstance(values, (dict, tuple)):
             continue
         array = np.asarray(values)
@@ -146,7 +146,7 @@ def check_env_outputs(observations: Any, rewards: Any = None, where: str = "step
         else:
             ok = bool(np.all(np.isfinite(array)))
         if not ok:
-            check_storable(array, POLICY_DTYPE, what + suffix, "env index", hint, "refusing to act on it")
+            check_storable(array, POLICY_DTYPE, what, "env index", hint, refusal)
 
 
 #: why an update is not finite, and what helps (docs/troubleshooting.md says more)
