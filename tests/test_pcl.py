@@ -23,6 +23,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 
 from sb3_pcl import PCL
 from sb3_pcl.common.buffers import PathReplayBuffer
+from sb3_pcl.pcl import pcl as pcl_module
 
 # ----------------------------------------------------------------------------------------------
 # Tiny environments and wrappers
@@ -553,24 +554,24 @@ def _raise(*args, **kwargs):
 
 
 def test_sample_from_target_uses_target_policy(monkeypatch):
+    acting = []
+    sample_actions = pcl_module.sample_actions
+
+    def recording(policy, observation):
+        acting.append(policy)
+        return sample_actions(policy, observation)
+
+    monkeypatch.setattr(pcl_module, "sample_actions", recording)
     model = PCL("MlpPolicy", "CartPole-v1", seed=0, sample_from="target", **FAST)
-    monkeypatch.setattr(model.policy, "_predict", _raise)
-    n_calls = []
-    target_predict = model.policy_target._predict
-
-    def counting(*args, **kwargs):
-        n_calls.append(1)
-        return target_predict(*args, **kwargs)
-
-    monkeypatch.setattr(model.policy_target, "_predict", counting)
     model.learn(150)
     assert model._n_updates > 0
-    assert len(n_calls) == model.num_timesteps - FAST["learning_starts"]
+    assert len(acting) == model.num_timesteps - FAST["learning_starts"]
+    assert all(policy is model.policy_target for policy in acting)
 
+    acting.clear()
     online = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    monkeypatch.setattr(online.policy, "_predict", _raise)
-    with pytest.raises(RuntimeError, match="online policy"):
-        online.learn(150)
+    online.learn(150)
+    assert acting and all(policy is online.policy for policy in acting)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ def sample_actions(policy: ActorCriticPolicy, observation: np.ndarray) -> th.Ten
     th.distributions.Distribution.set_default_validate_args(False)
     try:
         with th.inference_mode():
+            obs_tensor: Any
             if isinstance(space, spaces.Box) and not is_image_space(space):
                 obs_tensor = th.as_tensor(observation, device=policy.device).reshape(-1, *space.shape)
             else:
@@ -34,7 +35,7 @@ def sample_actions(policy: ActorCriticPolicy, observation: np.ndarray) -> th.Ten
             lean = type(policy).get_distribution is ActorCriticPolicy.get_distribution
             if lean and type(policy.action_dist) in (DiagGaussianDistribution, CategoricalDistribution):
                 features = policy.extract_features(obs_tensor, policy.pi_features_extractor)
-                action_params = policy.action_net(policy.mlp_extractor.forward_actor(features))
+                action_params = policy.action_net(policy.mlp_extractor.forward_actor(features))  # type: ignore[arg-type]
                 if isinstance(policy.action_dist, DiagGaussianDistribution):
                     # Normal(mean, ones * exp(log_std)).rsample(), term by term
                     scale = th.ones_like(action_params) * policy.log_std.exp()

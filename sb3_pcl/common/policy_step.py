@@ -50,7 +50,9 @@ class PolicyStep:
         :param model: the PCL model (hyperparameters set, policy not yet built)
         """
 
-    def step(self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float) -> dict[str, float]:
+    def step(
+        self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float
+    ) -> dict[str, float | th.Tensor]:
         """
         Move the policy on one batch.
 
@@ -59,7 +61,8 @@ class PolicyStep:
             surrogate with a joint value fit)
         :param consistency: the consistency at the current parameters
         :param ent_coef: the current entropy coefficient
-        :return: statistics to log, ``grad_norm`` included
+        :return: statistics to log, ``grad_norm`` included (floats, or 0-d tensors that the model moves to the
+            host once per training iteration)
         """
         raise NotImplementedError
 
@@ -73,7 +76,9 @@ class GradientStep(PolicyStep):
         super().setup(model)
         self._parameters = list(model.policy.parameters())
 
-    def step(self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float) -> dict[str, float]:
+    def step(
+        self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float
+    ) -> dict[str, float | th.Tensor]:
         policy = self.model.policy
         policy.optimizer.zero_grad()
         loss.backward()
@@ -81,7 +86,7 @@ class GradientStep(PolicyStep):
         grad_norm = th.nn.utils.clip_grad_norm_(self._parameters, max_norm)
         check_finite_update(type(self.model).__name__, "policy step", loss, grad_norm)
         policy.optimizer.step()
-        return {"grad_norm": float(grad_norm)}
+        return {"grad_norm": grad_norm.detach()}
 
 
 class TrustRegionStep(PolicyStep):
@@ -151,7 +156,9 @@ class TrustRegionStep(PolicyStep):
                 "squared consistency does not depend on the policy); use policy_step_kwargs={'loss': 'surrogate'}"
             )
 
-    def step(self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float) -> dict[str, float]:
+    def step(
+        self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float
+    ) -> dict[str, float | th.Tensor]:
         model = self.model
         policy = model.policy
         valid_obs = model._valid_observations(batch)

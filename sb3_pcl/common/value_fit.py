@@ -117,7 +117,7 @@ class _RegressionFit(ValueFit):
         """
         model = self.model
         with th.no_grad():
-            values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
+            values, log_prob, final_values, _ = model._evaluate_after_policy_step(batch)
             targets = value_targets(model._consistency(batch, values, log_prob, final_values, ent_coef))
             intended = self.mix * targets + (1.0 - self.mix) * values
         n_steps, n_paths = batch.mask.shape

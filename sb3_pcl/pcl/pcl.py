@@ -12,8 +12,9 @@ from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.torch_layers import MlpExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
-from stable_baselines3.common.utils import FloatSchedule, explained_variance
+from stable_baselines3.common.utils import FloatSchedule
 
 from sb3_pcl.common.actions import NoiseControl, sample_actions, to_env_actions
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
@@ -62,6 +63,35 @@ def fused_adam(policy_kwargs: dict[str, Any], device: th.device) -> dict[str, An
     if {"foreach", "fused"} & optimizer_kwargs.keys():
         return policy_kwargs
     return {**policy_kwargs, "optimizer_kwargs": {**optimizer_kwargs, "fused": True}}
+
+
+def explained_variance_tensor(y_pred: th.Tensor, y_true: th.Tensor) -> th.Tensor:
+    """
+    SB3's :func:`~stable_baselines3.common.utils.explained_variance`, ``1 - Var[y_true - y_pred] / Var[y_true]``, computed
+    in float64 on the data's device (no transfer to the host).
+
+    :param y_pred: predictions
+    :param y_true: targets
+    :return: a 0-d float64 tensor, NaN when ``Var[y_true]`` is 0
+    """
+    y_pred, y_true = y_pred.double(), y_true.double()
+    var_y = y_true.var(correction=0)
+    return th.where(var_y == 0, th.full_like(var_y, float("nan")), 1 - (y_true - y_pred).var(correction=0) / var_y)
+
+
+def on_host(history: dict[str, list[float | th.Tensor]]) -> dict[str, list[float]]:
+    """
+    :param history: statistics per key, floats or 0-d tensors
+    :return: the same statistics as floats, every tensor moved to the host in one transfer (in float64, which keeps
+        float32 values exact: the floats are those ``tensor.item()`` returns)
+    """
+    tensors = [value for values in history.values() for value in values if isinstance(value, th.Tensor)]
+    if not tensors:
+        return history  # type: ignore[return-value]
+    host = iter(th.stack([tensor.detach().reshape(()).double() for tensor in tensors]).cpu().tolist())
+    return {
+        key: [next(host) if isinstance(value, th.Tensor) else value for value in values] for key, values in history.items()
+    }
 
 
 class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
@@ -319,6 +349,41 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
                 self._value_fit.policy_parameters(), lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
             )
         self._policy_step.setup(self)
+        self._setup_batch_caches()
+
+    def _setup_batch_caches(self) -> None:
+        """
+        Decide which of a training iteration's forward passes can be shared (:meth:`_target_evaluation`,
+        :meth:`_evaluate_after_policy_step`), and empty the caches.
+        """
+        policy = self.policy
+        #: whether ``log pi`` can be computed without the values (the policy's own ``get_distribution``): feed-forward
+        #: policies whose value is not read from the action logits
+        self._policy_alone = not self.replay_from_start and not isinstance(policy, UnifiedValue)
+        #: whether the policy step leaves the values unchanged (it moves none of the parameters they depend on)
+        self._values_survive_policy_step = False
+        if self._policy_alone and not self._value_fit.joint:
+            mlp = policy.mlp_extractor
+            value_modules = [
+                policy.value_net,
+                policy.vf_features_extractor,
+                mlp.value_net if type(mlp) is MlpExtractor else mlp,
+            ]
+            value_ids = {id(p) for module in value_modules for p in module.parameters()}
+            self._values_survive_policy_step = not value_ids & {id(p) for p in self._value_fit.policy_parameters()}
+        self._clear_batch_caches()
+
+    def _clear_batch_caches(self, keep: bool = False) -> None:
+        """
+        Forget the forward passes kept for the batches of a training iteration.
+
+        :param keep: keep the passes of the coming batches (only inside :meth:`train`, where the target and the values
+            change only as the iteration expects)
+        """
+        self._keep_batch_passes = keep
+        self._target_cache: tuple[PathBatch, tuple[Any, th.Tensor, Any, Any]] | None = None
+        self._values_cache: tuple[PathBatch, th.Tensor, th.Tensor] | None = None
+        self._post_step_distribution: tuple[PathBatch, Any] | None = None
 
     def _build_parts(self) -> tuple[ValueFit, PolicyStep]:
         """:return: the value fit and the policy step the arguments select, their settings checked"""
@@ -423,6 +488,59 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         final_values = all_values[n_rows:].reshape(n_paths) * (1.0 - batch.terminated)
         return values, log_prob, final_values, distribution
 
+    def _log_prob(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, Any]:
+        """
+        :param policy: the online or the target policy
+        :param batch: the path segments
+        :return: log-probabilities ``(T, B)`` and the action distribution of the ``T * B`` steps, as :meth:`_evaluate`
+            computes them, without the values (feed-forward policies only: ``_policy_alone``)
+        """
+        n_steps, n_paths = batch.mask.shape
+        n_rows = n_steps * n_paths
+        distribution = policy.get_distribution(batch.observations.reshape(n_rows, *batch.observations.shape[2:]))
+        actions = self._prepare_actions(batch.actions.reshape(n_rows, -1))
+        return distribution.log_prob(actions).reshape(n_steps, n_paths), distribution
+
+    def _target_evaluation(self, batch: PathBatch) -> tuple[Any, th.Tensor, Any, Any]:
+        """
+        The target network's pass over a batch, without gradient, computed once per batch: the target changes only
+        between training iterations, so the policy step, the value fit and the logs of an iteration share it.
+
+        :param batch: the path segments
+        :return: as :meth:`_evaluate` (the distribution a copy the policy does not overwrite); the values are ``None``
+            unless ``use_target_values`` needs them (or the policy computes both in one pass)
+        """
+        if self._target_cache is not None and self._target_cache[0] is batch:
+            return self._target_cache[1]
+        values: th.Tensor | None = None
+        final_values: th.Tensor | None = None
+        with th.no_grad():
+            if self.use_target_values or not self._policy_alone:
+                values, log_prob, final_values, distribution = self._evaluate(self.policy_target, batch)
+            else:
+                log_prob, distribution = self._log_prob(self.policy_target, batch)
+        result = (values, log_prob, final_values, copy.copy(distribution))
+        if self._keep_batch_passes:
+            self._target_cache = (batch, result)
+        return result
+
+    def _evaluate_after_policy_step(self, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]:
+        """
+        What ``_evaluate(self.policy, batch)`` returns after the policy step on ``batch`` (for a separate value fit).
+
+        A step that moves none of the parameters the values depend on leaves them as the step's own forward pass
+        computed them: then only ``log pi`` is computed again.
+
+        :param batch: the path segments the policy step was taken on
+        :return: values ``(T, B)``, log-probabilities ``(T, B)``, final values ``(B,)`` and the action distribution
+        """
+        if self._values_cache is None or self._values_cache[0] is not batch:
+            return self._evaluate(self.policy, batch)
+        _, values, final_values = self._values_cache
+        log_prob, distribution = self._log_prob(self.policy, batch)
+        self._post_step_distribution = (batch, copy.copy(distribution))
+        return values, log_prob, final_values, distribution
+
     def _consistency(
         self, batch: PathBatch, values: th.Tensor, log_prob: th.Tensor, final_values: th.Tensor, ent_coef: float
     ) -> Consistency:
@@ -437,8 +555,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         """
         target_log_prob = far_values = None
         if self.relative_entropy_coef > 0 or self.use_target_values:
-            with th.no_grad():
-                target_values, target_log_prob, target_final_values, _ = self._evaluate(self.policy_target, batch)
+            target_values, target_log_prob, target_final_values, _ = self._target_evaluation(batch)
             if self.use_target_values:
                 far_values, final_values = target_values, target_final_values
         return path_consistency(
@@ -456,7 +573,14 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             far_values=far_values,
         )
 
-    def _train_on_batch(self, batch: PathBatch, ent_coef: float) -> dict[str, float]:
+    def _train_on_batch(self, batch: PathBatch, ent_coef: float) -> dict[str, float | th.Tensor]:
+        """
+        Move the policy (and fit the value) on one batch.
+
+        :param batch: the path segments
+        :param ent_coef: the current entropy coefficient
+        :return: statistics to log, as floats or 0-d tensors (moved to the host together, once per iteration)
+        """
         values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
         # The policy reuses its distribution object (a trust-region step re-evaluates it): keep this one for the logs.
         distribution = copy.copy(distribution)
@@ -466,33 +590,36 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         loss = policy_loss + self.vf_coef * value_loss if self._value_fit.joint else policy_loss
         step_stats = self._policy_step.step(batch, loss, consistency, ent_coef)
 
-        mask = batch.mask.reshape(-1).bool()
-        entropy = distribution.entropy()
-        if entropy is None:  # no closed form (tanh-squashed gSDE): a one-sample estimate at each state
-            with th.no_grad():
+        with th.no_grad():
+            mask = batch.mask.reshape(-1).bool()
+            entropy = distribution.entropy()
+            if entropy is None:  # no closed form (tanh-squashed gSDE): a one-sample estimate at each state
                 entropy = -distribution.log_prob(distribution.sample())
-        n_valid = consistency.mask.sum().item()
-        residual = consistency.residual.detach()
-        valid = batch.mask.bool()
-        explained = explained_variance(values.detach()[valid].cpu().numpy(), value_targets(consistency)[valid].cpu().numpy())
-        stats = {
-            "consistency_loss": consistency_loss(consistency).item(),
-            "mean_sq_consistency": (residual**2).sum().item() / n_valid,
-            "mean_abs_consistency": residual.abs().sum().item() / n_valid,
-            "policy_loss": policy_loss.item(),
-            "value_loss": value_loss.item(),
-            "entropy": entropy[mask].mean().item(),
-            **step_stats,
-            "explained_variance": float(explained),
-        }
+            n_valid = consistency.mask.sum().double()
+            residual = consistency.residual.detach()
+            valid = batch.mask.bool()
+            stats: dict[str, float | th.Tensor] = {
+                "consistency_loss": consistency_loss(consistency),
+                "mean_sq_consistency": (residual**2).sum().double() / n_valid,
+                "mean_abs_consistency": residual.abs().sum().double() / n_valid,
+                "policy_loss": policy_loss.detach(),
+                "value_loss": value_loss.detach(),
+                "entropy": entropy[mask].mean(),
+                **step_stats,
+                "explained_variance": explained_variance_tensor(values.detach()[valid], value_targets(consistency)[valid]),
+            }
         if not self._value_fit.joint:
+            if self._values_survive_policy_step and self._keep_batch_passes:
+                self._values_cache = (batch, values.detach(), final_values.detach())
             stats["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
+            self._values_cache = None
         return stats
 
     def _update_target(self) -> None:
         """SB3's ``polyak_update`` (the same arithmetic) with ``tau = 1 - target_network_lag``, in two foreach ops."""
         params, target_params = self._polyak_params
         tau = 1.0 - self.target_network_lag
+        self._target_cache = None
         with th.no_grad():
             th._foreach_mul_(target_params, 1 - tau)
             th._foreach_add_(target_params, params, alpha=tau)
@@ -527,13 +654,29 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         for _ in range(gradient_steps):
             batches.append(self.replay_buffer.sample(batch_size, env=self._vec_normalize_env))
 
-        history: dict[str, list[float]] = {}
-        for batch in batches:
-            for key, value in self._train_on_batch(batch, ent_coef).items():
-                history.setdefault(key, []).append(value)
-        self._n_updates += len(batches)
+        history: dict[str, list[float | th.Tensor]] = {}
+        self._clear_batch_caches(keep=True)
+        try:
+            for batch in batches:
+                for key, value in self._train_on_batch(batch, ent_coef).items():
+                    history.setdefault(key, []).append(value)
+            self._n_updates += len(batches)
+            self._log_training_iteration(ent_coef, history, batches)
+        finally:
+            self._clear_batch_caches()
 
-        for key, values in history.items():
+    def _log_training_iteration(
+        self, ent_coef: float, history: dict[str, list[float | th.Tensor]], batches: list[PathBatch]
+    ) -> None:
+        """
+        Record a training iteration's statistics (their means over the batches), while its passes are still kept.
+
+        :param ent_coef: the iteration's entropy coefficient
+        :param history: the statistics of each batch
+        :param batches: the iteration's batches
+        """
+
+        for key, values in on_host(history).items():
             self.logger.record(f"train/{key}", float(np.mean(values)))
         self.logger.record("train/ent_coef", ent_coef)
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
@@ -554,6 +697,11 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
 
     def _kl_to_target(self, batch: PathBatch) -> float:
         """:return: the mean ``KL(pi_target || pi)`` over the valid states of a batch"""
+        target, current = self._target_cache, self._post_step_distribution
+        if target is not None and target[0] is batch and current is not None and current[0] is batch:
+            # both distributions are at hand: the target's pass and the value fit's pass after the last policy step
+            with th.no_grad():
+                return state_kl(target[1][3], current[1])[batch.mask.reshape(-1).bool()].mean().item()
         obs = self._valid_observations(batch)
         with th.no_grad():
             kl = state_kl(self.policy_target.get_distribution(obs), self.policy.get_distribution(obs))
