@@ -496,7 +496,7 @@ def small_replay(tmp_path_factory: Any) -> Any:
 def crafted_replays(path: Any) -> dict[str, tuple[bytes, str]]:
     """Crafted replay files of a few KiB, each with the message that must refuse it."""
     members = replay_members(path)
-    zeros = {**members, "extra.npy": npy_bytes(np.zeros(64 << 20, dtype=np.uint8))}  # 64 MiB of zeros, deflated
+    zeros = {**members, "extra.npy": npy_bytes(np.zeros(16 << 20, dtype=np.uint8))}  # 16 MiB of zeros, deflated
     huge_header = {**members, "observations.npy": npy_header_only((10**12, 4), np.float32)}
     return {
         "extra_array": (npz_bytes(zeros, compress=True), r"unexpected members \['extra.npy'\] \(refused unread"),
@@ -520,23 +520,30 @@ def crafted_replays(path: Any) -> dict[str, tuple[bytes, str]]:
     }
 
 
-@pytest.mark.parametrize("case", ["extra_array", "many_envs", "large_buffer", "huge_header", "wrong_shape", "object_dtype"])
-def test_crafted_replay_files_are_refused_before_allocating(small_replay: Any, case: str, tmp_path: Any) -> None:
+def refusal_peak(load: Any, message: str) -> tuple[int, str]:
+    """:return: the peak of the memory traced while ``load()`` runs and raises a ``ValueError`` matching ``message``,
+    and the message"""
     import tracemalloc
 
-    model, path = small_replay
-    content, message = crafted_replays(path)[case]
-    assert len(content) < 160 << 10  # a few KiB (the replay itself is mostly its 500-slot storage)
-    crafted = tmp_path / f"{case}.npz"
-    crafted.write_bytes(content)
     tracemalloc.start()
     try:
         with pytest.raises(ValueError, match=message) as error:
-            model.load_replay_buffer(crafted)
+            load()
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert case in str(error.value)  # the message names the file
+    return peak, str(error.value)
+
+
+@pytest.mark.parametrize("case", ["extra_array", "many_envs", "large_buffer", "huge_header", "wrong_shape", "object_dtype"])
+def test_crafted_replay_files_are_refused_before_allocating(small_replay: Any, case: str, tmp_path: Any) -> None:
+    model, path = small_replay
+    content, message = crafted_replays(path)[case]
+    assert len(content) < 48 << 10  # a few KiB
+    crafted = tmp_path / f"{case}.npz"
+    crafted.write_bytes(content)
+    peak, error = refusal_peak(lambda: model.load_replay_buffer(crafted), message)
+    assert case in error  # the message names the file
     assert peak < 4 << 20, f"{peak / 2**20:.1f} MiB allocated before refusing {case}"
 
 
@@ -574,3 +581,85 @@ def test_replay_memory_grows_with_what_is_stored() -> None:
     assert model.replay_buffer.next_fresh_slot == model.num_timesteps
     # the storage (np.zeros, 240 MiB) is mapped lazily: only the pages written become resident
     assert grown < 64 << 20, f"{grown / 2**20:.0f} MiB"
+
+
+# ----------------------------------------------------------------------------------------------
+# demonstration files and Minari datasets: sizes checked before they are read
+# ----------------------------------------------------------------------------------------------
+
+
+def episodes_members(n_steps: int = 3) -> dict[str, bytes]:
+    arrays = {
+        "observations": np.zeros((n_steps + 1, 4), np.float32),
+        "actions": np.zeros(n_steps, np.int64),
+        "rewards": np.ones(n_steps),
+        "lengths": np.array([n_steps]),
+        "terminated": np.array([True]),
+        "truncated": np.array([False]),
+        "format_version": np.array(2),
+    }
+    return {f"{key}.npy": npy_bytes(value) for key, value in arrays.items()}
+
+
+EPISODE_FILES = {
+    "extra_array": (
+        lambda: npz_bytes({**episodes_members(), "extra.npy": npy_bytes(np.zeros(16 << 20, np.uint8))}, compress=True),
+        r"unexpected members \['extra.npy'\] \(refused unread",
+    ),
+    "huge_header": (
+        lambda: npz_bytes({**episodes_members(), "rewards.npy": npy_header_only((10**12,), np.float64)}),
+        r"'rewards' has a header describing 8000000000128 bytes but the archive declares 144",
+    ),
+    "too_many_steps": (
+        lambda: npz_bytes(episodes_members(n_steps=600)),
+        r"holds 1 episodes of 600 steps in all, more than the 499 steps the replay has room for",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EPISODE_FILES))
+def test_crafted_episode_files_are_refused_before_reading(case: str, tmp_path: Any) -> None:
+    make, message = EPISODE_FILES[case]
+    path = tmp_path / f"{case}.npz"
+    path.write_bytes(make())
+    assert path.stat().st_size < 48 << 10
+    model = build(PCL)
+    peak, _ = refusal_peak(lambda: model.add_demonstrations(path), message)
+    assert peak < 4 << 20 and model.replay_buffer.n_paths == 0
+
+
+def minari_folder(root: Any, total_steps: int, rows: int) -> Any:
+    """A local dataset folder whose one episode declares ``rows`` observations (HDF5 chunks never written)."""
+    h5py = pytest.importorskip("h5py")
+    import json
+
+    data = root / "data"
+    data.mkdir(parents=True)
+    metadata = {"total_episodes": 1, "total_steps": total_steps, "data_format": "hdf5", "dataset_id": "crafted-v0"}
+    (data / "metadata.json").write_text(json.dumps(metadata))
+    with h5py.File(data / "main_data.hdf5", "w") as file:
+        episode = file.create_group("episode_0")
+        episode.create_dataset(
+            "observations", shape=(rows, 4), dtype=np.float32, chunks=(min(rows, 1024), 4), compression="gzip"
+        )
+        for key, dtype in (("actions", np.int64), ("rewards", np.float64), ("terminations", bool), ("truncations", bool)):
+            episode.create_dataset(key, data=np.zeros(3, dtype))
+    return root
+
+
+@pytest.mark.parametrize(
+    "case, total_steps, rows, message",
+    [
+        ("huge_array", 3, 10**8, r"observations has shape \(100000000, 4\), more rows than the 3 steps declared"),
+        ("too_many_steps", 10**9, 4, r"holds 1 episodes of 1000000000 steps in all, more than the 499 steps"),
+    ],
+)
+def test_crafted_minari_datasets_are_refused_before_minari_reads_them(
+    case: str, total_steps: int, rows: int, message: str, tmp_path: Any
+) -> None:
+    pytest.importorskip("minari")
+    folder = minari_folder(tmp_path / case, total_steps, rows)
+    assert sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) < 64 << 10
+    model = build(PCL)
+    peak, _ = refusal_peak(lambda: model.add_demonstrations(folder), message)
+    assert peak < 8 << 20 and model.replay_buffer.n_paths == 0

@@ -1021,7 +1021,7 @@ def test_load_replay_buffer_refuses_malformed_files(tmp_path, trained_pcl):
     rewrite(good, tmp_path / "inf_reward.npz", rewards=rewards)
     rewrite(good, tmp_path / "missing.npz", path_lengths=None)
     expected = {
-        "truncated.npz": r"is not a readable PathReplayBuffer \.npz file \(truncated or corrupt\?\)",
+        "truncated.npz": r"is not a valid PathReplayBuffer \.npz file \(unreadable: truncated or corrupt\?\)",
         "empty.npz": "is empty, not a PathReplayBuffer .npz file",
         "not_a_zip.npz": r"is not a PathReplayBuffer \.npz file \(it is not a zip archive\)",
         "episodes.npz": "an .npz file of another kind .*it looks like an episodes file: pass it to add_demonstrations",

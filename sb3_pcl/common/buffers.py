@@ -1498,7 +1498,9 @@ def _read_npz_arrays(file: IO[bytes], name: str, keys: list[str]) -> dict[str, n
         with np.load(file, allow_pickle=False) as data:
             return {key: np.asarray(data[key]) for key in keys}
     except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error) as error:
-        raise ValueError(f"{name} is not a readable PathReplayBuffer .npz file (truncated or corrupt?): {error}") from error
+        raise ValueError(
+            f"{name} is not a valid PathReplayBuffer .npz file (unreadable: truncated or corrupt?): {error}"
+        ) from error
     finally:
         file.seek(start)
 

@@ -34,7 +34,7 @@ import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import gymnasium as gym
 import numpy as np
@@ -46,6 +46,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, unwrap_vec_nor
 
 from sb3_pcl.common import minari_io
 from sb3_pcl.common.buffers import PathReplayBuffer
+from sb3_pcl.common.npz_files import check_header, npz_member_names, read_npz_headers
 from sb3_pcl.common.validation import check_storable
 
 if TYPE_CHECKING:
@@ -169,28 +170,34 @@ def save_episodes(path: str | os.PathLike[str], episodes: Sequence[Mapping[str, 
         )
 
 
-def load_episodes(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+def load_episodes(path: str | os.PathLike[str], max_steps: int | None = None) -> list[dict[str, Any]]:
     """
     Load episodes written by :func:`save_episodes` (``allow_pickle=False``).
 
+    The archive's members and every array's header are checked before anything is read
+    (:func:`~sb3_pcl.common.npz_files.read_npz_headers`: unexpected members are refused unread, declared sizes must
+    agree), then the arrays' dtypes and their shapes against each other, and the number of steps against ``max_steps``.
+
     :param path: the ``.npz`` file
+    :param max_steps: the most steps the file may hold (``None``: no limit; ``add_demonstrations`` passes the room
+        left in the replay)
     :return: the episodes; observations and actions in their stored dtype, rewards float64, flags bool
     :raises FileNotFoundError: when the file does not exist
-    :raises ValueError: when the file is not a valid episodes file (corrupt, missing keys, inconsistent shapes)
+    :raises ValueError: when the file is not a valid episodes file (corrupt, missing keys, unexpected members,
+        inconsistent shapes, more steps than ``max_steps``)
     """
     name = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"No episodes file at {name!r}")
     try:
+        with open(path, "rb") as file:
+            _check_episode_headers(file, name, max_steps)
         with np.load(path, allow_pickle=False) as data:
-            if not hasattr(data, "files"):
-                raise ValueError("not an .npz archive")
-            missing = [key for key in _FILE_KEYS if key not in data.files]
-            if missing:
-                raise ValueError(f"missing keys {missing}")
             arrays = {key: np.asarray(data[key]) for key in _FILE_KEYS}
             version = int(data["format_version"]) if "format_version" in data.files else 1
     except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error) as error:
+        if str(error).startswith(f"{name!r} is not a valid episodes .npz file"):  # from the header checks
+            raise
         raise ValueError(f"{name!r} is not a valid episodes .npz file: {error}") from error
     if version > _FORMAT_VERSION:
         raise ValueError(f"{name!r} has format version {version}; this sb3_pcl reads versions up to {_FORMAT_VERSION}")
@@ -216,6 +223,45 @@ def load_episodes(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         step_start += length
         obs_start += length + 1
     return episodes
+
+
+def _check_episode_headers(file: IO[bytes], name: str, max_steps: int | None) -> None:
+    """
+    Check an episodes file's members and array headers, before any array is read.
+
+    :param file: the file, open for reading
+    :param name: its name, for the messages
+    :param max_steps: the most steps it may hold (``None``: no limit)
+    :raises ValueError: naming the file and the problem
+    """
+    what = "episodes"
+    members = npz_member_names(file, repr(name), what)
+    missing = [key for key in _FILE_KEYS if key not in members]
+    if missing:
+        raise ValueError(f"{name!r} is not a valid episodes .npz file: missing keys {missing}")
+    headers = read_npz_headers(file, repr(name), what, (*_FILE_KEYS, "format_version"))
+    n_steps = check_header(headers, "rewards", None, (None,), repr(name), what).shape[0]
+    n_episodes = check_header(headers, "lengths", None, (None,), repr(name), what).shape[0]
+    if max_steps is not None and max(n_steps, n_episodes) > max_steps:
+        raise ValueError(
+            f"{name!r} holds {n_episodes} episodes of {n_steps} steps in all, more than the {max_steps} steps the replay "
+            "has room for (refused before reading it): raise buffer_size or seed fewer episodes"
+        )
+    for key, rows in (("observations", n_steps + n_episodes), ("actions", n_steps)):
+        header = headers[key]
+        if header.shape[:1] != (rows,) and (n_episodes or header.shape[:1] != (0,)):
+            raise ValueError(
+                f"{name!r} is not a valid episodes .npz file: inconsistent array shapes: {n_steps} rewards and "
+                f"{n_episodes} episode lengths need {rows} {key}, but the file declares {header.shape} (refused before "
+                "reading it)"
+            )
+    for key in ("terminated", "truncated"):
+        check_header(headers, key, bool, (n_episodes,), repr(name), what)
+    if "format_version" in headers:
+        check_header(headers, "format_version", None, (), repr(name), what)
+    for key, header in headers.items():
+        if header.dtype.kind not in _NUMERIC_KINDS:
+            raise ValueError(f"{name!r} is not a valid episodes .npz file: {key} has the non-numeric dtype {header.dtype}")
 
 
 def _episode_lengths(arrays: Mapping[str, np.ndarray]) -> list[int]:
@@ -477,6 +523,7 @@ def load_demonstrations(
     source: DemonstrationSource,
     observation_space: spaces.Space | None = None,
     action_space: spaces.Space | None = None,
+    max_steps: int | None = None,
 ) -> list[dict[str, Any]]:
     """
     Turn any demonstrations source into episode dicts.
@@ -489,27 +536,29 @@ def load_demonstrations(
     :param source: episode dicts, an episodes file, or a Minari dataset (object, id or folder)
     :param observation_space: the model's: a Minari dataset's observation space is compared with it (kind and shape)
     :param action_space: the model's: a Minari dataset's action space is compared with it
+    :param max_steps: the most steps a file or a Minari dataset folder may hold, checked before its arrays are read
+        (``None``: no limit)
     :return: the episode dicts (unchecked: see :func:`check_episodes`)
     :raises FileNotFoundError: when a path or id leads to nothing
     :raises ValueError: when the file or dataset is invalid (errors about a Minari dataset name it)
     :raises ImportError: when a Minari dataset is given and Minari is not installed
     """
     if minari_io.is_minari_source(source):
-        return minari_io.minari_episodes(source, observation_space, action_space)[0]
+        return minari_io.minari_episodes(source, observation_space, action_space, max_steps)[0]
     if isinstance(source, (str, os.PathLike)):
-        return load_episodes(source)
+        return load_episodes(source, max_steps)
     if isinstance(source, Mapping):
         raise ValueError("Expected a list of episode dicts, got a single dict (wrap it in a list)")
     return list(source)
 
 
 def _checked_demonstrations(
-    source: DemonstrationSource, observation_space: spaces.Space, action_space: spaces.Space
+    source: DemonstrationSource, observation_space: spaces.Space, action_space: spaces.Space, max_steps: int | None
 ) -> list[Demonstration]:
     """:func:`load_demonstrations` then :func:`check_episodes`, whose errors name the Minari dataset when there is one"""
     if not minari_io.is_minari_source(source):
-        return check_episodes(load_demonstrations(source), observation_space, action_space)
-    episodes, name = minari_io.minari_episodes(source, observation_space, action_space)
+        return check_episodes(load_demonstrations(source, max_steps=max_steps), observation_space, action_space)
+    episodes, name = minari_io.minari_episodes(source, observation_space, action_space, max_steps)
     try:
         return check_episodes(episodes, observation_space, action_space)
     except ValueError as error:
@@ -541,9 +590,10 @@ def seed_replay(
     :raises ValueError: when an episode does not fit the spaces, or the replay would have no room left for one
         collected transition per env
     """
-    checked = _checked_demonstrations(episodes, observation_space, action_space)
-    n_transitions = sum(len(episode.rewards) for episode in checked)
     room = buffer.buffer_size - buffer.n_seeded_transitions - buffer.n_envs
+    # a file or dataset folder larger than the room is refused from its declared sizes, before it is read
+    checked = _checked_demonstrations(episodes, observation_space, action_space, max(room, 0))
+    n_transitions = sum(len(episode.rewards) for episode in checked)
     if n_transitions > room:
         raise ValueError(
             f"The demonstrations hold {n_transitions} transitions but the replay (buffer_size={buffer.buffer_size}, "

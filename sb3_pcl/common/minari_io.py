@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import os
 import re
 import sys
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INSTALL_HINT",
     "check_dataset_id",
+    "check_dataset_sizes",
     "datasets_root",
     "import_minari",
     "is_minari_dataset",
@@ -133,12 +135,80 @@ def _read(minari: ModuleType, data_path: str, name: str) -> MinariDataset:
         raise ValueError(f"{name!r} is not a readable Minari dataset ({data_path}): {problem}") from error
 
 
-def open_minari_dataset(source: Any) -> tuple[MinariDataset, str]:
+#: the largest ``metadata.json`` of a dataset read
+MAX_METADATA_BYTES = 1 << 20
+
+
+def check_dataset_sizes(data_path: str, name: str, max_steps: int | None) -> None:
+    """
+    Check a dataset folder's declared sizes before Minari's reader allocates anything.
+
+    Minari reads whole episodes into memory, at the sizes the data file declares. This reads ``metadata.json`` (at most
+    :data:`MAX_METADATA_BYTES`) and, for the HDF5 format, the shape of every array (h5py reads headers, not data): the
+    episode and step counts must be non-negative integers, at most ``max_steps`` steps, and no array may have more rows
+    than an episode of the declared steps holds (``total_steps + 1``). Other formats are checked on their metadata.
+
+    :param data_path: the dataset's ``data`` folder
+    :param name: what the user gave, for the messages
+    :param max_steps: the most steps the dataset may hold (``None``: no limit)
+    :raises ValueError: naming the dataset and the size that does not fit
+    """
+    metadata_path = os.path.join(data_path, "metadata.json")
+    if not os.path.isfile(metadata_path):
+        return  # Minari's reader says what is missing
+    if os.path.getsize(metadata_path) > MAX_METADATA_BYTES:
+        raise ValueError(f"{name!r} is not a readable Minari dataset: its metadata.json exceeds {MAX_METADATA_BYTES} bytes")
+    try:
+        with open(metadata_path, encoding="utf-8") as file:
+            metadata = json.load(file)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{name!r} is not a readable Minari dataset: unreadable metadata.json ({error})") from None
+    counts: dict[str, int] = {}
+    for key in ("total_episodes", "total_steps"):
+        value = metadata.get(key) if isinstance(metadata, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name!r} is not a readable Minari dataset: metadata.json's {key} is {value!r}")
+        counts[key] = value
+    n_steps = counts["total_steps"]
+    if max_steps is not None and max(n_steps, counts["total_episodes"]) > max_steps:
+        raise ValueError(
+            f"Minari dataset {name!r} holds {counts['total_episodes']} episodes of {n_steps} steps in all, more than the "
+            f"{max_steps} steps the replay has room for (refused before reading it): raise buffer_size or seed fewer "
+            "episodes"
+        )
+    data_file = os.path.join(data_path, "main_data.hdf5")
+    if metadata.get("data_format", "hdf5") != "hdf5" or not os.path.isfile(data_file):
+        return
+    try:
+        import h5py
+    except ImportError:  # Minari's HDF5 reader needs it: it will say so
+        return
+    try:
+        with h5py.File(data_file, "r") as data:
+            if len(data) > counts["total_episodes"]:
+                raise ValueError(f"{len(data)} episodes stored, {counts['total_episodes']} declared in metadata.json")
+            arrays: list[Any] = []
+            data.visititems(lambda _, item: arrays.append(item) if isinstance(item, h5py.Dataset) else None)
+            for array in arrays:  # shapes only: no data is read
+                if array.ndim < 1 or array.shape[0] > n_steps + 1:
+                    raise ValueError(
+                        f"the array {array.name} has shape {array.shape}, more rows than the {n_steps} steps declared"
+                    )
+    except ValueError as error:
+        raise ValueError(f"{name!r} is not a valid Minari dataset (refused before reading it): {error}") from None
+    except (OSError, KeyError, TypeError, AttributeError):
+        return  # not a readable HDF5 file: Minari's reader reports it in its own words
+
+
+def open_minari_dataset(source: Any, max_steps: int | None = None) -> tuple[MinariDataset, str]:
     """
     Open a local Minari dataset (never downloading it).
 
+    A dataset folder's declared sizes are checked first (:func:`check_dataset_sizes`).
+
     :param source: a ``MinariDataset``, a dataset folder (the one holding ``data/``, or ``data/`` itself) or the id of a
         dataset in :func:`datasets_root`
+    :param max_steps: the most steps the dataset may hold, checked before Minari reads it (``None``: no limit)
     :return: the dataset and its name (its id) for messages
     :raises FileNotFoundError: when no such local dataset exists
     :raises ValueError: when the folder does not hold a readable dataset
@@ -151,6 +221,7 @@ def open_minari_dataset(source: Any) -> tuple[MinariDataset, str]:
     path = os.fspath(source)
     if os.path.isdir(path):
         data_path = os.path.join(path, "data") if os.path.isdir(os.path.join(path, "data")) else path
+        check_dataset_sizes(data_path, path, max_steps)
         return _read(import_minari(), data_path, path), path
     if isinstance(source, str) and _DATASET_ID.fullmatch(path) is not None:
         folder = os.path.join(datasets_root(), path)
@@ -160,6 +231,7 @@ def open_minari_dataset(source: Any) -> tuple[MinariDataset, str]:
                 "(local datasets live in MINARI_DATASETS_PATH, default ~/.minari/datasets; sb3_pcl never downloads "
                 "any: write one with save_minari_dataset / record_minari_dataset, or fetch it with Minari first)"
             )
+        check_dataset_sizes(os.path.join(folder, "data"), path, max_steps)
         return _read(import_minari(), os.path.join(folder, "data"), path), path
     raise FileNotFoundError(f"No episodes file, Minari dataset folder or local Minari dataset at {path!r}")
 
@@ -193,6 +265,7 @@ def minari_episodes(
     source: Any,
     observation_space: spaces.Space | None = None,
     action_space: spaces.Space | None = None,
+    max_steps: int | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """
     Read a local Minari dataset as episode dicts (see :mod:`sb3_pcl.common.demonstrations`).
@@ -200,11 +273,12 @@ def minari_episodes(
     :param source: a ``MinariDataset``, a dataset folder or a local dataset id (see :func:`open_minari_dataset`)
     :param observation_space: the model's, compared with the dataset's (kind and shape) when given
     :param action_space: the model's, compared with the dataset's (kind and shape; ``n`` of ``Discrete``) when given
+    :param max_steps: the most steps a dataset folder may hold, checked before Minari reads it (``None``: no limit)
     :return: the episodes (``terminated = terminations[-1]``, ``truncated = truncations[-1]``) and the dataset's name
     :raises ValueError: naming the dataset, when a space is not supported or differs from the model's, or an episode
         is malformed (an episode that ends before its last step, arrays of different lengths)
     """
-    dataset, name = open_minari_dataset(source)
+    dataset, name = open_minari_dataset(source, max_steps)
     _check_space(dataset.observation_space, observation_space, "observation", name)
     _check_space(dataset.action_space, action_space, "action", name)
     episodes = []

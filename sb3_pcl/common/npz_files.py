@@ -40,14 +40,14 @@ def npz_member_names(file: IO[bytes], name: str, what: str) -> list[str]:
     :param name: how to name the file in messages
     :param what: what the file should be, for the messages (``"PathReplayBuffer"``, ``"episodes"``)
     :return: the names of its arrays (member names without ``.npy``; other members keep their full name)
-    :raises ValueError: when the file is not a readable zip archive
+    :raises ValueError: when the file is not a readable zip archive (naming the file)
     """
     start = file.tell()
     try:
         with zipfile.ZipFile(file) as archive:
             names = [_array_name(info.filename) for info in archive.infolist()]
     except (OSError, EOFError, ValueError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{name} is not a readable {what} .npz file (truncated or corrupt?): {error}") from error
+        raise ValueError(f"{name} is not a valid {what} .npz file (unreadable: truncated or corrupt?): {error}") from error
     finally:
         file.seek(start)
     return names
@@ -100,7 +100,7 @@ def read_npz_headers(file: IO[bytes], name: str, what: str, allowed: Collection[
                     )
                 headers[key] = header
     except (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError) as error:
-        raise ValueError(f"{name} is not a readable {what} .npz file (truncated or corrupt?): {error}") from error
+        raise ValueError(f"{name} is not a valid {what} .npz file (unreadable: truncated or corrupt?): {error}") from error
     finally:
         file.seek(start)
     return headers

@@ -46,7 +46,7 @@ from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedVal
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 SAMPLE_FROM = ("online", "target")
 #: what to check when the env returns a value the algorithm cannot use
-ENV_OUTPUT_HINT = "Check the env (SB3's VecCheckNan wrapper raises at the step that produces the value)."
+ENV_OUTPUT_HINT = "Check the environment (SB3's VecCheckNan wrapper raises at the step that produces the value)."
 
 
 def fused_adam(policy_kwargs: dict[str, Any], device: th.device) -> dict[str, Any]:
@@ -439,7 +439,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         infos: list[dict[str, Any]],
     ) -> None:
         """SB3's storage, after checking the step's outputs where they enter the algorithm (the policy acts on them next)."""
-        check_env_outputs(new_obs, reward, "step", ENV_OUTPUT_HINT)
+        check_env_outputs(new_obs, None, "step", ENV_OUTPUT_HINT)  # the replay checks the rewards it stores
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
 
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> RolloutReturn:
@@ -784,7 +784,9 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     ) -> None:
         """
         Load a replay buffer saved with :meth:`save_replay_buffer` (read with ``allow_pickle=False``; every array is
-        checked: see :meth:`~sb3_pcl.common.buffers.PathReplayBuffer.load_npz`). It samples exactly as the saved one.
+        checked, and every size before anything is allocated: see :meth:`~sb3_pcl.common.buffers.PathReplayBuffer.load_npz`).
+        It samples exactly as the saved one. A replay saved with a larger ``buffer_size`` than this model's is refused
+        (create the model with that ``buffer_size``).
 
         Pickled buffers (SB3's format, which this package also wrote before) are refused with a ``ValueError``, because
         unpickling runs any code the file holds. ``allow_pickle=True`` loads one anyway, with a warning: only for files
@@ -803,6 +805,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             device=self.device,
             allow_pickle=allow_pickle,
             verbose=self.verbose,
+            max_buffer_size=self.buffer_size,
         )
         buffer.device = self.device
         buffer.replay_from_start = self.replay_from_start  # what this model's policy needs, whoever saved the buffer
