@@ -96,7 +96,9 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     :param env: an env or VecEnv whose ``reset(seed=...)`` determines the episode, with any number of envs
         (``n_envs`` a multiple of ``num_samples`` is the fast path: each batch is one pass over the envs). The
         rewards and observations must be finite (in float32): others raise a ``ValueError`` naming the env index.
-        ``VecNormalize`` works: the seeding checks compare the observations before the normalisation
+        ``VecNormalize`` works: the seeding checks compare the observations before the normalisation. An env whose
+        reset ignores the seed (two resets with the same seeds differ) trains too, with a warning, on unsynchronized
+        groups: the K-sample baseline then compares episodes of different start states
     :param learning_rate: Adam learning rate, a finite float > 0 or a schedule of the remaining progress (whose
         values are checked when training uses them)
     :param num_samples: ``K``, episodes per start state (an integer >= 2)

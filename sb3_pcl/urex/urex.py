@@ -27,8 +27,8 @@ class UREX(Reinforce):
 
     :param policy: ``MlpPolicy``, ``MlpLstmPolicy`` or a policy class
     :param env: an env or VecEnv (any number of envs; ``n_envs`` a multiple of ``num_samples`` is the fast path)
-        whose ``reset(seed=...)`` determines the episode (with a curriculum: wrapped in
-        :class:`sb3_pcl.envs.SharedCurriculum`, see :class:`~sb3_pcl.Reinforce`)
+        whose ``reset(seed=...)`` determines the episode (others train on unsynchronized groups, with a warning; with
+        a curriculum: wrapped in :class:`sb3_pcl.envs.SharedCurriculum`, see :class:`~sb3_pcl.Reinforce`)
     :param ent_coef: the temperature ``tau``, a finite float > 0 or a schedule of the remaining progress
         (callable or string, :func:`~sb3_pcl.common.schedules.parse_schedule`) whose values are checked to be
         finite and > 0 when training uses them (a ``ValueError`` naming ``ent_coef``)
