@@ -160,6 +160,12 @@ NON_FINITE_UPDATE_ADVICE = (
 )
 
 
+def gradient_norm(parameters: list[th.nn.Parameter]) -> th.Tensor:
+    """:return: the global L2 norm of the parameters' gradients (those without a gradient are skipped), as a tensor"""
+    norms = [p.grad.detach().norm() for p in parameters if p.grad is not None]
+    return th.linalg.vector_norm(th.stack(norms)) if norms else th.zeros(())
+
+
 def check_finite_update(algorithm: str, step: str, loss: th.Tensor, grad_norm: th.Tensor | float | None = None) -> None:
     """
     Refuse an update whose loss or gradient norm is not finite, right before the optimiser steps.

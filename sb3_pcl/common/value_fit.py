@@ -22,7 +22,7 @@ import torch as th
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import value_targets
 from sb3_pcl.common.trust_region import ridge_regression
-from sb3_pcl.common.validation import check, check_finite_update, is_int, is_real
+from sb3_pcl.common.validation import check, check_finite_update, gradient_norm, is_int, is_real
 
 if TYPE_CHECKING:
     from sb3_pcl.pcl.pcl import PCL
@@ -166,7 +166,7 @@ class GradValueFit(_RegressionFit):
             loss = self.regression_loss(obs, intended, batch.mask)
             self._optimizer.zero_grad()
             loss.backward()
-            grad_norm = th.nn.utils.get_total_norm(p.grad for p in self._parameters if p.grad is not None)
+            grad_norm = gradient_norm(self._parameters)
             check_finite_update(type(self.model).__name__, "value fit", loss, grad_norm)
             self._optimizer.step()
         return loss.item()
@@ -265,7 +265,7 @@ class LBFGSValueFit(_RegressionFit):
             loss.backward()
             if first[0]:  # at the starting point, before L-BFGS moves anything
                 first[0] = False
-                grad_norm = th.nn.utils.get_total_norm(p.grad for p in parameters if p.grad is not None)
+                grad_norm = gradient_norm(parameters)
                 check_finite_update(type(self.model).__name__, "value fit", loss, grad_norm)
             return loss
 
