@@ -28,14 +28,24 @@ python -m sb3_pcl.zoo.train --algo ppo --env "${ENV_ID}" -n "${STEPS}" --eval-fr
 
 # 4. Tune PCL with Optuna: two workers share one study (more workers / machines: the same command with a
 #    PostgreSQL storage URL, see docs/zoo.md). Create the study first, then start the workers.
+#    Each worker's exit status is checked: the script fails when one of them does.
 optuna create-study --storage "${STORAGE}" --study-name pcl-"${ENV_ID}" --direction maximize --skip-if-exists
+workers=()
 for worker in 1 2; do
     python -m sb3_pcl.zoo.train --algo pcl --env "${ENV_ID}" -f "${LOGS}/worker${worker}" --num-threads 1 \
         --optimize --n-trials "${TRIALS}" --n-timesteps "${OPT_STEPS}" --n-evaluations 2 --eval-episodes 5 \
         --sampler tpe --pruner median --storage "${STORAGE}" --study-name pcl-"${ENV_ID}" --no-optim-plots \
         -params learning_starts:500 &
+    workers+=("$!")
 done
-wait
+failed=0
+for pid in "${workers[@]}"; do
+    wait "${pid}" || failed=$((failed + 1))
+done
+if [ "${failed}" -gt 0 ]; then
+    echo "zoo_train.sh: ${failed} Optuna worker(s) failed" >&2
+    exit 1
+fi
 
 # 5. Train with the hyperparameters of trial 1 of the study (rl-zoo3 ignores --trial-id 0)
 python -m sb3_pcl.zoo.train --algo pcl --env "${ENV_ID}" -n "${STEPS}" -f "${LOGS}" --num-threads 1 \

@@ -74,3 +74,23 @@ def test_zoo_train_script(tmp_path):
     budgets = {"STEPS": "500", "TRIALS": "1", "OPT_STEPS": "300", "LOGS": str(tmp_path / "logs")}
     run_example("zoo_train.sh", tmp_path, env=budgets)
     assert (tmp_path / "logs" / "pcl").is_dir() and (tmp_path / "logs" / "ppo").is_dir()
+
+
+def test_zoo_train_script_fails_when_an_optuna_worker_fails(tmp_path):
+    """The script's commands replaced by stand-ins on PATH: only the second Optuna worker fails."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_in = '#!/usr/bin/env bash\ncase "$*" in *worker2*--optimize*) exit 3 ;; esac\nexit 0\n'
+    for name in ("python", "optuna"):
+        (bin_dir / name).write_text(stand_in)
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "LOGS": str(tmp_path / "logs")}
+    result = subprocess.run(
+        ["bash", str(EXAMPLES / "zoo_train.sh")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0 and "1 Optuna worker(s) failed" in result.stderr
+    (bin_dir / "python").write_text("#!/usr/bin/env bash\nexit 0\n")  # every worker succeeds: the script does too
+    result = subprocess.run(
+        ["bash", str(EXAMPLES / "zoo_train.sh")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr

@@ -1139,11 +1139,14 @@ class PathReplayBuffer(BaseBuffer):
             arrays[f"path_{name}"] = np.asarray([_path_field(path, name) for path in paths], dtype=dtype)
         if self.observations is not None and self.actions is not None and self.rewards is not None:
             arrays.update(observations=self.observations, actions=self.actions, rewards=self.rewards)
+        pickled = sorted(name for name, array in arrays.items() if array.dtype.hasobject)
+        if pickled:  # np.savez would pickle them; checked here, as older NumPy's savez has no allow_pickle argument
+            raise ValueError(f"cannot save the replay as .npz: {pickled} hold Python objects, which would need pickling")
         if isinstance(file, (str, os.PathLike)):
             with open(file, "wb") as handle:
-                np.savez(handle, allow_pickle=False, **arrays)  # type: ignore[arg-type]
+                np.savez(handle, **arrays)  # type: ignore[arg-type]
         else:
-            np.savez(file, allow_pickle=False, **arrays)  # type: ignore[arg-type]
+            np.savez(file, **arrays)  # type: ignore[arg-type]
 
     @classmethod
     def load_npz(

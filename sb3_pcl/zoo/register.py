@@ -8,6 +8,7 @@ algorithms (SBX), :func:`register_algorithms` inserts every entry of :data:`sb3_
 of :data:`sb3_pcl.zoo.samplers.SAMPLERS` / :data:`~sb3_pcl.zoo.samplers.CONVERTERS` into these dicts.
 """
 
+import runpy
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -86,3 +87,18 @@ def run_zoo_command(command: Callable[[], None], argv: Sequence[str] | None = No
         command()
     finally:
         sys.argv = saved_argv
+
+
+def run_zoo_script(module: str, argv: Sequence[str] | None = None) -> None:
+    """
+    Run one of rl-zoo3's script modules (those that work only as ``python -m rl_zoo3.<name>``, such as
+    ``rl_zoo3.record_video``) as ``__main__``, with our algorithms registered.
+
+    :param module: e.g. ``"rl_zoo3.record_video"``
+    :param argv: the arguments (default: ``sys.argv[1:]``)
+    """
+
+    def run() -> None:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+    run_zoo_command(run, argv)

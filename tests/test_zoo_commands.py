@@ -1,0 +1,192 @@
+"""
+rl-zoo3's other commands through ``python -m sb3_pcl.zoo``: record_video, record_training, push_to_hub (the Hub API
+stubbed: no network), the plots, and the message when the zoo extra is missing.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from stable_baselines3.common.callbacks import EvalCallback
+from stable_baselines3.common.env_util import make_vec_env
+
+import sb3_pcl
+from sb3_pcl import PCL
+from sb3_pcl.zoo import push_to_hub
+from sb3_pcl.zoo.__main__ import COMMANDS
+from sb3_pcl.zoo.__main__ import main as zoo_main
+from sb3_pcl.zoo.record_training import models_to_record
+
+ENV_ID = "CartPole-v1"
+
+
+def run_zoo(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """:return: the finished ``python -m sb3_pcl.zoo <args>`` run in ``cwd``"""
+    return subprocess.run(
+        [sys.executable, "-m", "sb3_pcl.zoo", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def zoo_run(tmp_path_factory) -> Path:
+    """:return: a folder with ``logs/pcl/CartPole-v1_1``: a short rl-zoo3 training run with a checkpoint"""
+    folder = tmp_path_factory.mktemp("zoo_run")
+    args = ["train", "--algo", "pcl", "--env", ENV_ID, "-n", "400", "-f", "logs", "--seed", "0", "--num-threads", "1"]
+    start = Path.cwd()
+    os.chdir(folder)
+    try:
+        zoo_main([*args, "--save-freq", "200", "-params", "learning_starts:100", "n_envs:1"])
+    finally:
+        os.chdir(start)
+    assert (folder / "logs" / "pcl" / f"{ENV_ID}_1" / f"{ENV_ID}.zip").is_file()
+    return folder
+
+
+def test_the_command_list_names_every_command(capsys):
+    with pytest.raises(SystemExit) as error:
+        zoo_main(["--help"])
+    assert error.value.code == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS)
+    with pytest.raises(SystemExit, match="unknown command 'recordvideo'"):
+        zoo_main(["recordvideo"])
+
+
+@pytest.mark.parametrize("command", ["record_video", "load_from_hub", "push_to_hub", "record_training"])
+def test_the_zoo_scripts_take_our_algorithms(command, capsys):
+    with pytest.raises(SystemExit) as error:
+        zoo_main([command, "--algo", "urex", "--help"])
+    assert error.value.code == 0 and "--algo" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module", ["sb3_pcl.zoo"])
+def test_without_the_zoo_extra_the_message_names_the_extra(module, tmp_path):
+    code = f"import runpy, sys; sys.modules['rl_zoo3'] = None; runpy.run_module({module!r}, run_name='__main__')"
+    result = subprocess.run([sys.executable, "-c", code, "train"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert result.returncode != 0
+    assert 'pip install "sb3-pcl[zoo]"' in result.stderr and "'rl_zoo3' is not installed" in result.stderr
+
+
+def test_record_video_writes_a_video_of_our_model(zoo_run, tmp_path, monkeypatch):
+    pytest.importorskip("pygame")  # CartPole renders with pygame (gymnasium[classic-control])
+    monkeypatch.chdir(zoo_run)
+    zoo_main(["record_video", "--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-n", "20", "-o", str(tmp_path / "videos")])
+    videos = list((tmp_path / "videos").glob("*.mp4"))
+    assert len(videos) == 1 and videos[0].stat().st_size > 0
+
+
+def test_record_training_lists_checkpoints_by_steps_then_final_then_best(tmp_path):
+    for name in ("rl_model_1000_steps.zip", "rl_model_200_steps.zip", "best_model.zip", f"{ENV_ID}.zip", "other.zip"):
+        (tmp_path / name).write_bytes(b"")
+    labels = [label for label, _ in models_to_record(tmp_path, ENV_ID)]
+    assert labels == ["checkpoint 200", "checkpoint 1000", "final model", "best model"]
+    assert models_to_record(tmp_path, ENV_ID)[0][1] == ["--load-checkpoint", "200"]
+
+
+@pytest.mark.slow
+def test_record_training_joins_the_videos_of_a_run(zoo_run, tmp_path):
+    pytest.importorskip("pygame")
+    folder = tmp_path / "copy"
+    shutil.copytree(zoo_run / "logs", folder / "logs")
+    run_folder = folder / "logs" / "pcl" / f"{ENV_ID}_1"
+    for checkpoint in run_folder.glob("rl_model_*_steps.zip"):  # keep one checkpoint: two recordings in all
+        if checkpoint.name != "rl_model_200_steps.zip":
+            checkpoint.unlink()
+    result = run_zoo(["record_training", "--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-n", "15"], folder)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "2 clips: checkpoint 200, final model" in result.stdout
+    assert (run_folder / "videos" / "training.mp4").stat().st_size > 0
+
+
+def test_record_training_fails_clearly_without_a_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit, match=r"the run folder logs/pcl/CartPole-v1_3 does not exist"):
+        zoo_main(["record_training", "--algo", "pcl", "--env", ENV_ID, "-f", "logs", "--exp-id", "3"])
+
+
+class FakeHfApi:
+    """The Hub API calls of push_to_hub, recorded; ``upload_folder`` keeps a copy of what would be uploaded."""
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    uploads: Path
+
+    def __init__(self, token: str | None = None):
+        self.calls.append(("init", {"token": token}))
+
+    def create_repo(self, **kwargs: Any) -> str:
+        self.calls.append(("create_repo", kwargs))
+        return f"https://huggingface.co/{kwargs['repo_id']}"
+
+    def snapshot_download(self, repo_id: str, local_dir: Path) -> None:
+        self.calls.append(("snapshot_download", {"repo_id": repo_id}))
+        Path(local_dir).mkdir(parents=True, exist_ok=True)
+
+    def upload_folder(self, repo_id: str, folder_path: Path, commit_message: str) -> None:
+        self.calls.append(("upload_folder", {"repo_id": repo_id, "commit_message": commit_message}))
+        shutil.copytree(folder_path, self.uploads)
+
+
+def test_push_to_hub_uploads_a_model_card_that_names_sb3_pcl_and_the_class(zoo_run, tmp_path, monkeypatch):
+    FakeHfApi.calls, FakeHfApi.uploads = [], tmp_path / "uploaded"
+    monkeypatch.setattr(push_to_hub, "HfApi", FakeHfApi)
+    monkeypatch.chdir(zoo_run)
+    args = ["--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-orga", "someone", "--no-render", "--n-eval-episodes", "2"]
+    url = push_to_hub.main([*args, "--local-repo-path", str(tmp_path / "hub"), "-m", "first"])
+    assert url == "https://huggingface.co/someone/pcl-CartPole-v1"
+    assert [name for name, _ in FakeHfApi.calls] == ["init", "create_repo", "snapshot_download", "upload_folder"]
+    assert FakeHfApi.calls[-1][1] == {"repo_id": "someone/pcl-CartPole-v1", "commit_message": "first"}
+    uploaded = FakeHfApi.uploads
+    card = (uploaded / "README.md").read_text()
+    assert "pip install sb3-pcl" in card and 'pip install "sb3-pcl[zoo]"' in card
+    assert "from sb3_pcl import PCL" in card and "PCL.load(checkpoint)" in card
+    assert 'load_from_hub("someone/pcl-CartPole-v1", "pcl-CartPole-v1.zip")' in card
+    assert "python -m sb3_pcl.zoo enjoy --algo pcl" in card and "rl_zoo3.enjoy" not in card
+    metadata = yaml.safe_load(card.split("---")[1])
+    assert metadata["library_name"] == "stable-baselines3" and "sb3_pcl" in metadata["tags"]
+    results = json.loads((uploaded / "results.json").read_text())
+    assert results["n_eval_episodes"] == 2 and results["sb3_pcl_version"] == sb3_pcl.__version__
+    assert f"{results['mean_reward']:.2f}" in card
+    assert {"config.yml", "args.yml", "env_kwargs.yml", "train_eval_metrics.zip"} <= {p.name for p in uploaded.iterdir()}
+    model = PCL.load(uploaded / "pcl-CartPole-v1.zip")  # what the card tells users to run
+    assert model.observation_space.shape == (4,)
+
+
+def test_push_to_hub_refuses_algorithms_that_are_not_ours(zoo_run, capsys):
+    with pytest.raises(SystemExit):
+        push_to_hub.main(["--algo", "ppo", "--env", ENV_ID, "-f", "logs", "-orga", "someone"])
+    assert "invalid choice: 'ppo'" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def eval_logs(tmp_path_factory) -> Path:
+    """:return: a log folder with two short PCL runs with evaluations, in rl-zoo3's layout"""
+    folder = tmp_path_factory.mktemp("plots")
+    for run in (1, 2):
+        log_path = folder / "logs" / "pcl" / f"{ENV_ID}_{run}"
+        env = make_vec_env(ENV_ID, n_envs=1, seed=run)
+        callback = EvalCallback(make_vec_env(ENV_ID, seed=100 + run), n_eval_episodes=2, eval_freq=100, log_path=str(log_path))
+        PCL("MlpPolicy", env, learning_starts=50, batch_size=4, seed=run, policy_kwargs={"net_arch": [8]}).learn(
+            400, callback=callback
+        )
+        assert (log_path / "evaluations.npz").is_file()
+    return folder
+
+
+def test_rl_zoo3_plots_run_on_our_logs(eval_logs, monkeypatch):
+    pytest.importorskip("rliable")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(eval_logs)
+    output = eval_logs / "all"
+    zoo_main(["all_plots", "-a", "pcl", "-e", ENV_ID, "-f", "logs", "--no-display", "-o", str(output)])
+    assert (eval_logs / "all.pkl").is_file()
+    figure = eval_logs / "figure"
+    zoo_main(["plot_from_file", "-i", str(eval_logs / "all.pkl"), "-o", str(figure), "--format", "png", "-r", "-iqm"])
+    assert figure.read_bytes().startswith(b"\x89PNG"), "plot_from_file wrote no PNG figure"
+    assert np.isfinite(np.load(eval_logs / "logs" / "pcl" / f"{ENV_ID}_1" / "evaluations.npz")["results"]).all()
