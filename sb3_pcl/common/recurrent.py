@@ -42,14 +42,14 @@ from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 from torch.nn import functional as F
 
 from sb3_pcl.common.actions import to_env_actions
 
-__all__ = ["MlpLstmPolicy", "action_input_dim", "encode_actions", "initial_recurrent_states"]
+__all__ = ["CnnLstmPolicy", "MlpLstmPolicy", "action_input_dim", "encode_actions", "initial_recurrent_states"]
 
 LstmActionState = tuple[th.Tensor, th.Tensor, th.Tensor]
 
@@ -562,6 +562,33 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         if not vectorized_env:
             numpy_actions = numpy_actions.squeeze(axis=0)
         return numpy_actions, tuple(part.cpu().numpy() for part in next_states)
+
+
+class CnnLstmPolicy(MlpLstmPolicy):
+    """
+    :class:`MlpLstmPolicy` for image observations: SB3's ``NatureCNN`` (three convolutions and a linear layer, images
+    scaled by 1/255) extracts the features the LSTM reads. The arguments are those of :class:`MlpLstmPolicy`, with
+    ``features_extractor_class=NatureCNN`` by default (``features_extractor_kwargs=dict(features_dim=...)`` sizes its
+    output, 512 by default).
+
+    :param observation_space: an image observation space (``Box`` of ``uint8``, channel first or last)
+    :param action_space: action space
+    :param lr_schedule: learning rate schedule
+    :param features_extractor_class: features extractor (default: ``NatureCNN``)
+    :param kwargs: the other arguments of :class:`MlpLstmPolicy`
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            observation_space, action_space, lr_schedule, features_extractor_class=features_extractor_class, **kwargs
+        )
 
 
 def initial_recurrent_states(policy: RecurrentActorCriticPolicy, n_envs: int) -> RNNStates:

@@ -152,6 +152,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         consistency reads ``log pi`` of that distribution, so it stays exact whatever noise matrix drew the action
     :param sde_sample_freq: with ``use_sde``, draw a new noise matrix every this many env steps (``-1``: only at the
         start of each collection of ``train_freq`` steps)
+    :param action_noise: must be ``None``: the algorithm explores by sampling its stochastic policy (SB3's action
+        noise is for deterministic policies such as TD3's); anything else raises ``ValueError``
     :param replay_buffer_class: replay buffer class (a ``PathReplayBuffer`` subclass)
     :param replay_buffer_kwargs: keyword arguments of the replay buffer: ``alpha`` (sharpness of the prioritised
         path sampling, 0: uniform), ``priority`` (``"step"``: recency, or ``"return"``), ``eviction`` (``"fifo"``,
@@ -207,6 +209,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         use_target_values: bool = False,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
+        action_noise: None = None,
         replay_buffer_class: type[PathReplayBuffer] | None = None,
         replay_buffer_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
@@ -217,6 +220,11 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ):
+        if action_noise is not None:
+            raise ValueError(
+                f"action_noise must be None, got {action_noise!r}: {type(self).__name__} explores by sampling its "
+                "stochastic policy (remove action_noise, or noise_type / noise_std from an rl-zoo3 entry)"
+            )
         lag_ok = is_real(target_network_lag) and 0.0 <= target_network_lag <= 1.0  # SB3's tau is 1 - lag
         check(lag_ok, "target_network_lag", target_network_lag, "in [0, 1]")
         super().__init__(

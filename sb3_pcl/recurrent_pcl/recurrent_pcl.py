@@ -17,7 +17,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_pcl.common.buffers import PathBatch
-from sb3_pcl.common.recurrent import MlpLstmPolicy
+from sb3_pcl.common.recurrent import CnnLstmPolicy, MlpLstmPolicy
 from sb3_pcl.common.trust_region import state_kl
 from sb3_pcl.pcl.pcl import PCL
 from sb3_pcl.recurrent_pcl.policies import UnifiedMlpLstmPolicy
@@ -40,6 +40,7 @@ class RecurrentPCL(PCL):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpLstmPolicy": MlpLstmPolicy,
+        "CnnLstmPolicy": CnnLstmPolicy,
         "UnifiedMlpLstmPolicy": UnifiedMlpLstmPolicy,
     }
     replay_from_start = True

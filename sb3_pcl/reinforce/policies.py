@@ -5,12 +5,15 @@ Policies of Reinforce and UREX.
 state-independent log-std for ``Box`` actions; the value head is unused by these algorithms).
 ``MlpLstmPolicy`` is the recurrent policy of the original code: an LSTM fed with the observation and
 the previous action, linear action and value heads on its output (:mod:`sb3_pcl.common.recurrent`).
+``CnnPolicy`` (SB3's ``ActorCriticCnnPolicy``) and ``CnnLstmPolicy`` are the same with SB3's ``NatureCNN`` reading
+image observations.
 """
 
-from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy
 
-from sb3_pcl.common.recurrent import MlpLstmPolicy
+from sb3_pcl.common.recurrent import CnnLstmPolicy, MlpLstmPolicy
 
 MlpPolicy = ActorCriticPolicy
+CnnPolicy = ActorCriticCnnPolicy
 
-__all__ = ["MlpLstmPolicy", "MlpPolicy"]
+__all__ = ["CnnLstmPolicy", "CnnPolicy", "MlpLstmPolicy", "MlpPolicy"]

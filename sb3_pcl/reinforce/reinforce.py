@@ -41,7 +41,7 @@ from sb3_pcl.common.validation import (
     is_int,
     is_real,
 )
-from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
+from sb3_pcl.reinforce.policies import CnnLstmPolicy, CnnPolicy, MlpLstmPolicy, MlpPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
@@ -114,6 +114,8 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         start identically (the groups of every batch are always checked)
     :param gamma: discount factor of an episode's total reward, ``R = sum_t gamma^t r_t`` (1: the undiscounted total
         of the papers and the original code)
+    :param action_noise: must be ``None``: the algorithm explores by sampling its stochastic policy (SB3's action
+        noise is for deterministic policies such as TD3's); anything else raises ``ValueError``
     :param policy_kwargs: additional arguments passed to the policy on creation
     :param stats_window_size: window size for the rollout logging (an integer >= 1)
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
@@ -127,7 +129,9 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
         "MlpLstmPolicy": MlpLstmPolicy,
+        "CnnLstmPolicy": CnnLstmPolicy,
     }
     policy: ActorCriticPolicy
 
@@ -143,6 +147,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         adam_eps: float = 2e-4,
         check_seeding: bool = True,
         gamma: float = 1.0,
+        action_noise: None = None,
         policy_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
@@ -151,6 +156,11 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ):
+        if action_noise is not None:
+            raise ValueError(
+                f"action_noise must be None, got {action_noise!r}: {type(self).__name__} explores by sampling its "
+                "stochastic policy (remove action_noise, or noise_type / noise_std from an rl-zoo3 entry)"
+            )
         _check_base_arguments(verbose, seed, stats_window_size)
         policy_kwargs = dict(policy_kwargs or {})
         if policy_kwargs.get("optimizer_class", th.optim.Adam) is th.optim.Adam:
