@@ -9,10 +9,11 @@ as custom hyperparameters, preprocesses the entry (``lin_<x>`` schedules, ``norm
 ``env_wrapper``, ``vec_env_wrapper``, ``callback``, ``frame_stack``, ``env_kwargs``, action noise) and creates the
 training env and the evaluation env. Only rl-zoo3's ``learn()`` is replaced, by :class:`BudgetEvalCallback`: it
 stops at the step budget and evaluates every ``eval_freq`` env steps (summed over the parallel envs), with the
-evaluation time kept out of the training wall-clock. In the equal-wall-clock mode (``time_budget``, issue #35) it stops
-at a training wall-clock budget instead, each run on a core of its own, also evaluating at fixed wall-clock intervals
-(``eval_seconds``), and the summary reports the return against steps and against seconds. Nothing is written outside
-the output folder.
+evaluation time kept out of the training wall-clock and CPU time. With a CPU-time budget (``cpu_budget``) it stops at
+that much process CPU time of training instead (or at the step cap, whichever comes first), also evaluating at fixed
+CPU-time marks (``eval_cpu_seconds``), progress-based schedules follow that budget, and the summary reports the return
+against steps and against CPU seconds. With ``checkpoint_every``, a run saves a checkpoint (:mod:`benchmarks.checkpoint`)
+every that many CPU seconds, outside the output folder, and a run started again resumes from it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -42,7 +44,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize, unwrap_vec_wrapper
 
+from benchmarks.checkpoint import remove_checkpoints, restore_checkpoint, save_checkpoint
+
 logger = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -62,15 +66,20 @@ REPO_HYPERPARAMS_DIR = REPO_ROOT / "hyperparams"
 VARIANTS_HYPERPARAMS_DIR = REPO_ROOT / "benchmarks" / "hyperparams"
 VARIANT_SEPARATOR = "+"
 EVAL_SEED_OFFSET = 1000
-EVAL_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_time_s", "cpu_time_s", "fps")
-EVAL_COLUMNS += ("curriculum_length",)
+#: Seed offset of the envs' first reset after a resume (``seed + offset + steps at the checkpoint``): the restarted
+#: episodes do not replay the run's first ones
+RESUME_SEED_OFFSET = 2000
+EVAL_COLUMNS: tuple[str, ...] = ("algo", "env", "seed", "timesteps", "mean_return", "std_return", "wall_time_s", "cpu_time_s")
+EVAL_COLUMNS += ("fps", "curriculum_length")
 #: ``eval``: deterministic episodes on a separate env; ``train``: mean return of the last 100 training episodes
 #: (the model's ``ep_info_buffer``, gym's "solved" criterion of the algorithmic tasks)
 METRICS = ("eval", "train")
-#: Fractions of a time budget at which every run is evaluated and the equal-wall-clock table of ``results.md`` reports
+#: Fractions of a CPU-time budget at which every run is evaluated and the equal-CPU-time table of ``results.md`` reports
 TIME_FRACTIONS = (0.25, 0.5, 1.0)
-#: ``--steps`` of a time-budget run given none: no step cap in practice
+#: ``--steps`` of a CPU-budget run given none: no step cap in practice
 TIME_BUDGET_STEP_CAP = 10**12
+#: Default interval of checkpoints in CPU seconds of training (when checkpoints are on)
+CHECKPOINT_EVERY = 300.0
 #: ``algorithmic`` is :class:`sb3_pcl.envs.AlgorithmicVecEnv` (the same episodes as ``dummy`` on the algorithmic tasks)
 VEC_ENV_TYPES = ("dummy", "subproc", "algorithmic")
 #: Where the runs execute: ``local`` worker processes, or ``ray`` tasks (a local Ray instance or a cluster)
@@ -84,7 +93,15 @@ SUMMARY_FILENAME = "results.md"
 #: ``<env><suffix>.png``: the learning curves against training seconds of the envs with time-budget runs
 SECONDS_PLOT_SUFFIX = "_seconds"
 #: The options of a grid's runs recorded with each invocation in ``config.json``
-RUN_OPTIONS = ("steps", "eval_freq", "n_eval_episodes", "hyperparams_dir", "device", "env_packages", "eval_at_start")
+RUN_OPTIONS: tuple[str, ...] = (
+    "steps",
+    "eval_freq",
+    "n_eval_episodes",
+    "hyperparams_dir",
+    "device",
+    "env_packages",
+    "eval_at_start",
+)
 RUN_OPTIONS += ("metric", "stop_at_threshold", "vec_env")
 
 
@@ -220,7 +237,11 @@ def zoo_v4_id(env_id: str) -> str | None:
 
 
 def resolve_entry(
-    algo: str, env_id: str, hyperparams_dir: str | Path | None = None, zoo_v4_entries: bool = False
+    algo: str,
+    env_id: str,
+    hyperparams_dir: str | Path | None = None,
+    zoo_v4_entries: bool = False,
+    entry: str | None = None,
 ) -> tuple[Path, str]:
     """
     :param algo: Benchmark name of an algorithm or variant
@@ -228,27 +249,39 @@ def resolve_entry(
     :param hyperparams_dir: Folder searched first for the algorithm's file
     :param zoo_v4_entries: For a baseline (its file ships with rl-zoo3) whose file has no entry for a ``-v5`` env id:
         read its ``-v4`` entry (rl-zoo3 publishes tuned MuJoCo settings of SAC, TD3, TRPO... for the v4 tasks only)
-    :return: The YAML file and the key of the entry rl-zoo3 reads (the env id, the v4 id, ``atari`` or ``default``)
+    :param entry: Read this key of the file whatever the env (one recipe on several tasks, e.g. ``Ant-v5``)
+    :return: The YAML file and the key of the entry rl-zoo3 reads (the env id, the v4 id, ``entry``, ``atari`` or
+        ``default``)
+    :raises ValueError: if the file has no entry ``entry``
     """
     path = hyperparams_path(algo, hyperparams_dir)
+    if entry is not None:
+        if entry not in (yaml.safe_load(path.read_text()) or {}):
+            raise ValueError(f"{_display_path(path)} has no entry {entry!r} (asked for {algo} on {env_id})")
+        return path, entry
     fallback = zoo_v4_id(env_id) if zoo_v4_entries and ALGORITHMS[split_variant(algo)[0]].zoo_hyperparams else None
     return path, _entry_key(path, env_id, fallback)
 
 
 def load_hyperparams(
-    algo: str, env_id: str, hyperparams_dir: str | Path | None = None, zoo_v4_entries: bool = False
+    algo: str,
+    env_id: str,
+    hyperparams_dir: str | Path | None = None,
+    zoo_v4_entries: bool = False,
+    entry: str | None = None,
 ) -> tuple[dict[str, Any], str]:
     """
     :param algo: Benchmark name of an algorithm or variant
     :param env_id: Gymnasium env id
     :param hyperparams_dir: Folder searched first for the algorithm's and the variant's files
     :param zoo_v4_entries: Read a baseline's ``-v4`` entry for a ``-v5`` env without one (:func:`resolve_entry`)
+    :param entry: Read this key of the algorithm's file whatever the env (:func:`resolve_entry`)
     :return: The variant's overrides for the env (its env entry, else its ``default`` entry; ``{}`` for a plain
         algorithm) and where the hyperparameters come from (``hyperparams/pcl.yml [CartPole-v1] + ...``; an entry of
         another env id says so: ``rl_zoo3/hyperparams/sac.yml [HalfCheetah-v4 for HalfCheetah-v5]``)
     """
-    path, key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries)
-    source = f"{_display_path(path)} [{key}{f' for {env_id}' if key == zoo_v4_id(env_id) else ''}]"
+    path, key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries, entry)
+    source = f"{_display_path(path)} [{key}{f' for {env_id}' if key not in (env_id, 'default', 'atari') else ''}]"
     if split_variant(algo)[1] is None:
         return {}, source
     override_path = variant_overrides_path(algo, hyperparams_dir)
@@ -283,6 +316,7 @@ def make_experiment(
     eval_env: bool = True,
     verbose: int = 0,
     zoo_v4_entries: bool = False,
+    entry: str | None = None,
 ) -> Experiment:
     """
     Build one run's model with rl-zoo3's ``ExperimentManager`` (no log folder is written).
@@ -298,12 +332,13 @@ def make_experiment(
     :param eval_env: Create the evaluation env (same wrappers; ``VecNormalize`` frozen, rewards not normalised)
     :param verbose: Verbosity of the model
     :param zoo_v4_entries: A baseline without an entry for a ``-v5`` env reads its ``-v4`` entry (:func:`resolve_entry`)
+    :param entry: Read this key of the algorithm's file whatever the env (:func:`resolve_entry`)
     :return: The experiment
     """
     for package in env_packages:
         importlib.import_module(package)
     algo_class = get_algorithm_class(algo)
-    custom, source = load_hyperparams(algo, env_id, hyperparams_dir, zoo_v4_entries)
+    custom, source = load_hyperparams(algo, env_id, hyperparams_dir, zoo_v4_entries, entry)
     custom.update(overrides or {})
     vec_env = vec_env or "dummy"
     if vec_env not in VEC_ENV_TYPES:
@@ -330,8 +365,8 @@ def make_experiment(
         from sb3_pcl.envs import AlgorithmicVecEnv
 
         manager.vec_env_class = AlgorithmicVecEnv
-    entry_key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries)[1]
-    if entry_key == zoo_v4_id(env_id):  # rl-zoo3 looks the entry up by the env id: give it the v4 id for that only
+    entry_key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries, entry)[1]
+    if entry_key not in (env_id, "default", "atari"):  # rl-zoo3 looks the entry up by the env id: give it the key
         manager.env_name = EnvironmentName(entry_key)
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # rl-zoo3 prints the hyperparameters it reads
@@ -385,26 +420,42 @@ class BudgetEvalCallback(BaseCallback):
     """
     Evaluate at step 0 and each time the env steps (summed over the parallel envs) reach the next multiple of
     ``eval_freq``; stop training when ``budget`` steps are spent, or at the first evaluation after step 0 that
-    reaches ``stop_threshold``. Evaluation time is excluded from the recorded training time.
+    reaches ``stop_threshold``. Evaluations and checkpoints are kept out of the recorded training wall-clock
+    (``wall_time_s``) and CPU time (``cpu_time_s``: ``time.process_time()`` of this process, so env stepping in it
+    is included, but not the CPU time of other processes such as ``SubprocVecEnv`` workers).
 
-    With ``time_budget``, training also stops at the first env step at which the training wall-clock (evaluation
-    excluded) reaches it, and the run is also evaluated at the first env step past each of its
-    :data:`TIME_FRACTIONS` below 1 (the columns of the equal-wall-clock table). With ``eval_seconds``, it is also
-    evaluated at the first env step past each multiple of ``eval_seconds`` of training wall-clock. The clock is read
-    only between env steps: a run overshoots a mark by at most one env step or one update phase (PPO's epochs,
-    an off-policy algorithm's gradient steps), and the records hold the actual training time.
+    With ``cpu_budget``, training also stops at the first env step at which the training CPU time reaches it, and the
+    run is also evaluated at the first env step past each of its :data:`TIME_FRACTIONS` below 1. The remaining progress
+    that SB3's schedules read (``_current_progress_remaining``) then follows whichever budget ends the run:
+    ``1 - max(steps / budget, cpu_time / cpu_budget)``. SB3 recomputes it from the step count during collection
+    (``_update_current_progress_remaining``); for the duration of ``learn`` the callback shadows that method on the
+    model instance with one that also takes the CPU fraction, so every progress-based schedule (rl-zoo3's
+    ``lin_<x>``, this package's ``ent_coef`` / ``tau`` schedules) anneals over the CPU budget. With
+    ``eval_cpu_seconds``, the run is also evaluated at the first env step past each multiple of that many CPU seconds.
+    The clock is read only between env steps: a run overshoots a mark by at most one env step or one update phase
+    (PPO's epochs, an off-policy algorithm's gradient steps), and the records hold the actual times.
+
+    With ``checkpoint_dir``, a checkpoint (:func:`benchmarks.checkpoint.save_checkpoint`: the model, its replay buffer,
+    ``VecNormalize`` statistics, random states and :meth:`state`) is written there every ``checkpoint_every`` CPU
+    seconds of training, at the start of a collection (after the last update, so that every step counted was trained
+    on). :meth:`load_state` continues the counters and the evaluation history of one.
 
     :param eval_env: Evaluation env (``metric="eval"``); ``VecNormalize`` statistics are copied from the training env
     :param eval_freq: Evaluation interval in env steps
     :param n_eval_episodes: Deterministic episodes per evaluation
-    :param budget: Step budget
+    :param budget: Step budget (with ``cpu_budget``: a cap)
     :param eval_at_start: Evaluate the untrained policy at step 0
     :param metric: ``"eval"`` or ``"train"`` (see :data:`METRICS`)
     :param stop_threshold: Stop at the first evaluation after step 0 reaching it (``None``: spend the budget)
-    :param progress_path: CSV rewritten after every evaluation with the records so far (``progress_columns`` first)
-    :param progress_columns: Constant columns of the progress file (algo, env, seed)
-    :param time_budget: Training wall-clock budget in seconds (``None``: none)
-    :param eval_seconds: Evaluation interval in seconds of training wall-clock (``None``: only at step multiples)
+    :param progress: Where the records so far go after every evaluation: a CSV path (rewritten, ``progress_columns``
+        first), or a callable taking them as a ``DataFrame`` (``progress_columns`` first)
+    :param progress_columns: Constant columns of the progress records (algo, env, seed)
+    :param cpu_budget: Budget of training CPU time in seconds (``None``: none)
+    :param eval_cpu_seconds: Evaluation interval in seconds of training CPU time (``None``: only at step multiples)
+    :param checkpoint_dir: Folder of the run's checkpoints (``None``: no checkpoints)
+    :param checkpoint_every: Checkpoint interval in seconds of training CPU time
+    :param stop_below: ``(by_steps, value)``: stop at the first evaluation at or past ``by_steps`` steps if the best
+        evaluation so far is below ``value`` (``stopped_by_rule``)
     """
 
     def __init__(
@@ -416,57 +467,124 @@ class BudgetEvalCallback(BaseCallback):
         eval_at_start: bool = True,
         metric: str = "eval",
         stop_threshold: float | None = None,
-        progress_path: str | Path | None = None,
+        progress: str | Path | Callable[[pd.DataFrame], None] | None = None,
         progress_columns: Mapping[str, Any] | None = None,
-        time_budget: float | None = None,
-        eval_seconds: float | None = None,
+        cpu_budget: float | None = None,
+        eval_cpu_seconds: float | None = None,
+        checkpoint_dir: str | Path | None = None,
+        checkpoint_every: float = CHECKPOINT_EVERY,
+        stop_below: tuple[int, float] | None = None,
     ):
         super().__init__(verbose=0)
         if eval_freq <= 0 or n_eval_episodes <= 0 or budget <= 0:
             raise ValueError("eval_freq, n_eval_episodes and budget must be positive")
         if metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
-        _check_seconds(time_budget=time_budget, eval_seconds=eval_seconds)
+        _check_seconds(cpu_budget=cpu_budget, eval_cpu_seconds=eval_cpu_seconds, checkpoint_every=checkpoint_every)
         self.eval_env, self.eval_freq, self.n_eval_episodes, self.budget = eval_env, eval_freq, n_eval_episodes, budget
         self.eval_at_start, self.metric, self.stop_threshold = eval_at_start, metric, stop_threshold
-        self.time_budget, self.eval_seconds = time_budget, eval_seconds
-        self.progress_path = Path(progress_path) if progress_path is not None else None
+        self.cpu_budget, self.eval_cpu_seconds = cpu_budget, eval_cpu_seconds
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        self.checkpoint_every, self.stop_below = checkpoint_every, stop_below
+        self.progress = Path(progress) if isinstance(progress, (str, Path)) else progress
         self.progress_columns = dict(progress_columns or {})
         self.records: list[dict[str, float]] = []
-        self.stopped_at_threshold = False
-        self.stopped_at_time_budget = False
-        self._start, self._eval_time, self._next_eval = 0.0, 0.0, eval_freq
-        self._cpu_start, self._eval_cpu_time = 0.0, 0.0
-        self._next_time_eval = self._time_mark_after(0.0)
+        self.stopped_at_threshold = self.stopped_at_cpu_budget = self.stopped_by_rule = False
+        self._wall_offset = self._cpu_offset = self._last_checkpoint = 0.0  # continued from a checkpoint
+        self._start, self._cpu_start, self._excluded_wall, self._excluded_cpu = 0.0, 0.0, 0.0, 0.0
+        self._next_eval, self._next_time_eval = eval_freq, self._time_mark_after(0.0)
+        self._resumed_cpu_mark: float | None = None
 
     def train_time(self) -> float:
-        """:return: Seconds of training since the start of ``learn()``, evaluation excluded"""
-        return time.perf_counter() - self._start - self._eval_time
+        """:return: Seconds of training wall-clock (over all sessions of a resumed run), evaluation excluded"""
+        return self._wall_offset + time.perf_counter() - self._start - self._excluded_wall
 
     def train_cpu_time(self) -> float:
-        """:return: Process CPU seconds (``time.process_time()``) of training since the start of ``learn()``, env
-        stepping included, evaluation excluded"""
-        return time.process_time() - self._cpu_start - self._eval_cpu_time
+        """:return: Process CPU seconds (``time.process_time()``) of training over all sessions of a resumed run, env
+        stepping included, evaluation and checkpoints excluded"""
+        return self._cpu_offset + time.process_time() - self._cpu_start - self._excluded_cpu
+
+    @contextlib.contextmanager
+    def _excluded(self) -> Iterator[None]:
+        """Keep the time spent inside (evaluation, checkpoints) out of the training time."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self._excluded_wall += time.perf_counter() - wall
+            self._excluded_cpu += time.process_time() - cpu
 
     def _time_mark_after(self, seconds: float) -> float:
-        """:return: The first wall-clock evaluation mark after ``seconds`` of training (``inf`` without one)"""
+        """:return: The first CPU-time evaluation mark after ``seconds`` of training (``inf`` without one)"""
         marks = [math.inf]
-        if self.eval_seconds is not None:
-            marks.append((math.floor(seconds / self.eval_seconds) + 1) * self.eval_seconds)
-        if self.time_budget is not None:
-            marks += [fraction * self.time_budget for fraction in TIME_FRACTIONS if fraction * self.time_budget > seconds]
+        if self.eval_cpu_seconds is not None:
+            marks.append((math.floor(seconds / self.eval_cpu_seconds) + 1) * self.eval_cpu_seconds)
+        if self.cpu_budget is not None:
+            marks += [fraction * self.cpu_budget for fraction in TIME_FRACTIONS if fraction * self.cpu_budget > seconds]
         return min(mark for mark in marks if mark > seconds)
 
+    def state(self) -> dict[str, Any]:
+        """:return: What a checkpoint holds of the run besides the model: counters and the evaluation history"""
+        return {
+            "timesteps": int(self.model.num_timesteps),
+            "cpu_time_s": self.train_cpu_time(),
+            "wall_time_s": self.train_time(),
+            "next_cpu_mark": self._next_time_eval,  # the CPU time may pass a mark between the last step and now
+            "records": self.records,
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from a checkpoint's :meth:`state`: the training times go on from its counters, the records follow."""
+        self.records = [dict(record) for record in state["records"]]
+        self._wall_offset, self._cpu_offset = float(state["wall_time_s"]), float(state["cpu_time_s"])
+        self._last_checkpoint = self._cpu_offset
+        self._resumed_cpu_mark = float(state["next_cpu_mark"])
+
+    def cpu_budget_spent(self) -> bool:
+        """:return: Whether the CPU budget was spent before this session (a run resumed from its last checkpoint)"""
+        return self.cpu_budget is not None and self._cpu_offset >= self.cpu_budget
+
     def _on_training_start(self) -> None:
-        self._start, self._eval_time = time.perf_counter(), 0.0
-        self._cpu_start, self._eval_cpu_time = time.process_time(), 0.0
+        self._start, self._cpu_start = time.perf_counter(), time.process_time()
+        self._excluded_wall = self._excluded_cpu = 0.0
         self._next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
-        self._next_time_eval = self._time_mark_after(0.0)
-        if self.eval_at_start:
+        self._next_time_eval = self._resumed_cpu_mark or self._time_mark_after(self.train_cpu_time())
+        if self.cpu_budget is not None:
+            self._follow_cpu_budget()
+        if self.eval_at_start and not self.records:
             self.evaluate()
 
+    def _follow_cpu_budget(self) -> None:
+        """Shadow the model's ``_update_current_progress_remaining`` so that the progress also counts CPU time."""
+        model, cpu_budget = self.model, self.cpu_budget
+        assert cpu_budget is not None
+        by_steps = type(model)._update_current_progress_remaining
+
+        def update_progress(num_timesteps: int, total_timesteps: int) -> None:
+            by_steps(model, num_timesteps, total_timesteps)
+            by_cpu = 1.0 - self.train_cpu_time() / cpu_budget
+            model._current_progress_remaining = max(0.0, min(model._current_progress_remaining, by_cpu))
+
+        model._update_current_progress_remaining = update_progress  # type: ignore[method-assign]
+
+    def _on_training_end(self) -> None:
+        self.model.__dict__.pop("_update_current_progress_remaining", None)
+
+    def _on_rollout_start(self) -> None:
+        if self.checkpoint_dir is not None and self.train_cpu_time() - self._last_checkpoint >= self.checkpoint_every:
+            self.save_checkpoint()
+
+    def save_checkpoint(self) -> Path:
+        """:return: The folder of a new checkpoint of the run (model, buffers, random states, :meth:`state`)"""
+        assert self.checkpoint_dir is not None, "no checkpoint_dir"
+        with self._excluded():
+            state = self.state()
+            folder = save_checkpoint(self.checkpoint_dir, self.model, state)
+        self._last_checkpoint = state["cpu_time_s"]
+        return folder
+
     def _on_step(self) -> bool:
-        seconds = self.train_time()
+        seconds = self.train_cpu_time()
         if self.model.num_timesteps >= self._next_eval or seconds >= self._next_time_eval:
             record = self.evaluate()
             self._next_eval = (self.model.num_timesteps // self.eval_freq + 1) * self.eval_freq
@@ -474,30 +592,27 @@ class BudgetEvalCallback(BaseCallback):
             if self.stop_threshold is not None and record["mean_return"] >= self.stop_threshold:
                 self.stopped_at_threshold = True
                 return False
-        if self.time_budget is not None and seconds >= self.time_budget:
-            self.stopped_at_time_budget = True
+            if self._below_stop_rule():
+                self.stopped_by_rule = True
+                return False
+        if self.cpu_budget is not None and seconds >= self.cpu_budget:
+            self.stopped_at_cpu_budget = True
             return False
         return self.model.num_timesteps < self.budget
+
+    def _below_stop_rule(self) -> bool:
+        """:return: Whether ``stop_below`` stops the run at its last evaluation"""
+        if self.stop_below is None or self.records[-1]["timesteps"] < self.stop_below[0]:
+            return False
+        best = max((record["mean_return"] for record in self.records), default=-math.inf)
+        return not best >= self.stop_below[1]
 
     def evaluate(self) -> dict[str, float]:
         """:return: The new record (``timesteps, mean_return, std_return, wall_time_s, cpu_time_s, fps,
         curriculum_length``)"""
-        eval_start, eval_cpu_start = time.perf_counter(), time.process_time()
         train_time, train_cpu_time = self.train_time(), self.train_cpu_time()
-        if self.metric == "train":
-            returns = [float(info["r"]) for info in self.model.ep_info_buffer or []]
-        else:
-            assert self.eval_env is not None, "metric 'eval' needs an evaluation env"
-            train_norm, eval_norm = self.model.get_vec_normalize_env(), unwrap_vec_normalize(self.eval_env)
-            if isinstance(train_norm, VecNormalize) and eval_norm is not None:
-                eval_norm.obs_rms = copy.deepcopy(train_norm.obs_rms)
-                eval_norm.training = False
-            episode_returns, _ = evaluate_policy(
-                self.model, self.eval_env, self.n_eval_episodes, deterministic=True, return_episode_rewards=True, warn=False
-            )
-            returns = [float(value) for value in episode_returns]  # type: ignore[union-attr]
-        self._eval_time += time.perf_counter() - eval_start
-        self._eval_cpu_time += time.process_time() - eval_cpu_start
+        with self._excluded():
+            returns = self._returns()
         steps = int(self.model.num_timesteps)
         record = {
             "timesteps": steps,
@@ -509,9 +624,27 @@ class BudgetEvalCallback(BaseCallback):
             "curriculum_length": curriculum_length(self.model.get_env()),
         }
         self.records.append(record)
-        if self.progress_path is not None:
-            _atomic_write_csv(pd.DataFrame([{**self.progress_columns, **row} for row in self.records]), self.progress_path)
+        if self.progress is not None:
+            frame = pd.DataFrame([{**self.progress_columns, **row} for row in self.records])
+            if isinstance(self.progress, Path):
+                _atomic_write_csv(frame, self.progress)
+            else:
+                self.progress(frame)
         return record
+
+    def _returns(self) -> list[float]:
+        """:return: The returns of this evaluation (:data:`METRICS`)"""
+        if self.metric == "train":
+            return [float(info["r"]) for info in self.model.ep_info_buffer or []]
+        assert self.eval_env is not None, "metric 'eval' needs an evaluation env"
+        train_norm, eval_norm = self.model.get_vec_normalize_env(), unwrap_vec_normalize(self.eval_env)
+        if isinstance(train_norm, VecNormalize) and eval_norm is not None:
+            eval_norm.obs_rms = copy.deepcopy(train_norm.obs_rms)
+            eval_norm.training = False
+        episode_returns, _ = evaluate_policy(
+            self.model, self.eval_env, self.n_eval_episodes, deterministic=True, return_episode_rewards=True, warn=False
+        )
+        return [float(value) for value in episode_returns]  # type: ignore[union-attr]
 
 
 def _spec_reward_threshold(env_id: str) -> float | None:
@@ -542,8 +675,11 @@ def _jsonable(value: Any) -> Any:
 class RunTask:
     """
     One (algo, env, seed) run, as sent to a worker process; the other fields are the options of ``python -m
-    benchmarks.run`` (``threshold``: the env's ``--threshold``, default its ``spec.reward_threshold``; ``time_budget``
-    and ``eval_seconds`` in seconds of training wall-clock, ``steps`` then being a cap).
+    benchmarks.run`` (``threshold``: the env's ``--threshold``, default its ``spec.reward_threshold``; ``cpu_budget``
+    and ``eval_cpu_seconds`` in seconds of training CPU time, ``steps`` then being a cap; ``entry``: the key of the
+    algorithm's file to read whatever the env; ``checkpoint_dir``: the run's checkpoint folder (``None``: no
+    checkpoints), written every ``checkpoint_every`` CPU seconds and resumed from when the run starts; ``stop_below``:
+    ``(by_steps, value)``, see :class:`BudgetEvalCallback`).
     """
 
     algo: str
@@ -561,14 +697,27 @@ class RunTask:
     stop_at_threshold: bool = False
     threshold: float | None = None
     vec_env: str | None = None
-    time_budget: float | None = None
-    eval_seconds: float | None = None
+    cpu_budget: float | None = None
+    eval_cpu_seconds: float | None = None
     zoo_v4_entries: bool = False
+    entry: str | None = None
+    checkpoint_dir: str | None = None
+    checkpoint_every: float = CHECKPOINT_EVERY
+    stop_below: tuple[int, float] | None = None
 
     def __post_init__(self) -> None:
         if self.steps <= 0 or self.eval_freq <= 0 or self.n_eval_episodes <= 0:
             raise ValueError("steps, eval_freq and n_eval_episodes must be positive")
-        _check_seconds(time_budget=self.time_budget, eval_seconds=self.eval_seconds)
+        _check_seconds(
+            cpu_budget=self.cpu_budget, eval_cpu_seconds=self.eval_cpu_seconds, checkpoint_every=self.checkpoint_every
+        )
+        if self.cpu_budget is not None and self.vec_env == "subproc":
+            raise ValueError(
+                "cpu_budget with vec_env 'subproc': the process CPU time of a run does not count its env worker "
+                "processes, so the budget would leave out the env stepping; use 'dummy' (or 'algorithmic')"
+            )
+        if self.stop_below is not None and (len(self.stop_below) != 2 or not self.stop_below[0] > 0):
+            raise ValueError(f"stop_below must be (by_steps > 0, best_return), got {self.stop_below!r}")
         if self.metric not in METRICS:
             raise ValueError(f"metric must be one of {METRICS}, got {self.metric!r}")
         if self.vec_env is not None and self.vec_env not in VEC_ENV_TYPES:
@@ -580,16 +729,31 @@ class RunTask:
         return run_name(self.algo, self.env, self.seed)
 
 
-#: Options of the equal-wall-clock mode (issue #35), recorded in the metadata and ``config.json`` only when set, so
-#: that the files of a step-budget grid stay as they were
-TIME_OPTIONS = ("time_budget", "eval_seconds", "zoo_v4_entries")
+#: Options recorded in the metadata and ``config.json`` only when set, so that the files of a step-budget grid stay as
+#: they were (``checkpoint_every`` only with a ``checkpoint_dir``, which is never recorded: it is this machine's)
+TIME_OPTIONS = ("cpu_budget", "eval_cpu_seconds", "zoo_v4_entries", "entry", "checkpoint_every", "stop_below")
 
 
 def _task_options(task: RunTask) -> dict[str, Any]:
     """:return: The task's fields, those of :data:`TIME_OPTIONS` only when set"""
-    return {
+    options = {
         key: value for key, value in dataclasses.asdict(task).items() if key not in TIME_OPTIONS or value not in (None, False)
     }
+    if task.checkpoint_dir is None:
+        options.pop("checkpoint_every")
+    options.pop("checkpoint_dir")
+    return options
+
+
+def run_checkpoint_dir(root: str | Path, out_dir: str | Path, algo: str, env_id: str, seed: int) -> str:
+    """
+    :param root: Folder of all checkpoints (:func:`benchmarks.checkpoint.default_checkpoint_root`)
+    :param out_dir: The run's output folder (runs of different folders never share checkpoints)
+    :return: The run's checkpoint folder ``<root>/<out folder name>-<hash of its absolute path>/<run name>``
+    """
+    out = Path(out_dir).resolve()
+    key = f"{_safe_name(out.name)}-{hashlib.sha256(str(out).encode()).hexdigest()[:10]}"
+    return str(Path(root).expanduser().resolve() / key / run_name(algo, env_id, seed))
 
 
 def run_name(algo: str, env_id: str, seed: int) -> str:
@@ -601,13 +765,23 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", text)
 
 
-def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+def run_experiment(
+    task: RunTask,
+    progress_path: str | Path | Callable[[pd.DataFrame], None] | None = None,
+    callbacks: Sequence[BaseCallback] = (),
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
-    Train one run in the current process (one torch thread), evaluating along the way.
+    Train one run in the current process (one torch thread), evaluating along the way. With ``task.checkpoint_dir``,
+    it resumes from the run's last checkpoint there if there is one (:func:`benchmarks.checkpoint.restore_checkpoint`:
+    counters, schedules, replay buffer and evaluation history continue; the episodes that were running restart) and
+    writes checkpoints as it goes; they stay after the run (delete them with
+    :func:`benchmarks.checkpoint.remove_checkpoints` once the results are stored).
 
     :param task: The run
-    :param progress_path: CSV rewritten with the evaluations so far after each evaluation
-    :return: Its evaluations (columns :data:`EVAL_COLUMNS`) and metadata
+    :param progress_path: Where the evaluations so far go after each evaluation: a CSV rewritten, or a callable
+    :param callbacks: More callbacks for ``learn`` (after the harness's own and the entry's)
+    :return: Its evaluations (columns :data:`EVAL_COLUMNS`) and metadata (``resumed_from``: the step count of the
+        checkpoint it started from, 0 for a fresh start)
     """
     import torch
 
@@ -623,6 +797,7 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
         task.vec_env,
         eval_env=task.metric == "eval",
         zoo_v4_entries=task.zoo_v4_entries,
+        entry=task.entry,
     )
     train_env = experiment.model.get_env()
     try:
@@ -639,11 +814,28 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
             threshold if task.stop_at_threshold else None,
             progress_path,
             {"algo": task.algo, "env": task.env, "seed": task.seed},
-            task.time_budget,
-            task.eval_seconds,
+            task.cpu_budget,
+            task.eval_cpu_seconds,
+            task.checkpoint_dir,
+            task.checkpoint_every,
+            task.stop_below,
         )
-        experiment.model.learn(total_timesteps=task.steps, callback=[callback, *experiment.callbacks])
-        if not callback.records or callback.records[-1]["timesteps"] != experiment.model.num_timesteps:
+        model, resumed_from = experiment.model, 0
+        restored = restore_checkpoint(task.checkpoint_dir, model) if task.checkpoint_dir is not None else None
+        if restored is not None:
+            model, state = restored
+            callback.load_state(state)
+            resumed_from = int(model.num_timesteps)
+            assert train_env is not None
+            train_env.seed(task.seed + RESUME_SEED_OFFSET + resumed_from)  # the restarted episodes are new ones
+        remaining = task.steps - model.num_timesteps
+        if remaining > 0 and not callback.cpu_budget_spent():
+            model.learn(
+                total_timesteps=remaining,
+                callback=[callback, *experiment.callbacks, *callbacks],
+                reset_num_timesteps=resumed_from == 0,
+            )
+        if not callback.records or callback.records[-1]["timesteps"] != model.num_timesteps:
             callback.evaluate()
     finally:
         for env in (experiment.eval_env, train_env):
@@ -657,7 +849,7 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
     final = frame.iloc[-1]
     metadata = {
         **{key: value for key, value in _task_options(task).items() if key not in ("out_dir", "threshold")},
-        "algorithm_class": f"{type(experiment.model).__module__}.{type(experiment.model).__qualname__}",
+        "algorithm_class": f"{type(model).__module__}.{type(model).__qualname__}",
         "n_envs": experiment.n_envs,
         "vec_env": type(train_env.unwrapped).__name__ if train_env is not None else None,
         "hyperparams_source": experiment.hyperparams_source,
@@ -671,8 +863,12 @@ def run_experiment(task: RunTask, progress_path: str | Path | None = None) -> tu
         "train_cpu_time_s": float(final["cpu_time_s"]),
         "total_time_s": time.perf_counter() - start,
     }
-    if task.time_budget is not None:
-        metadata["stopped_at_time_budget"] = callback.stopped_at_time_budget
+    if task.cpu_budget is not None:
+        metadata["stopped_at_cpu_budget"] = callback.stopped_at_cpu_budget or callback.cpu_budget_spent()
+    if task.stop_below is not None:
+        metadata["stopped_by_rule"] = callback.stopped_by_rule
+    if task.checkpoint_dir is not None:
+        metadata["resumed_from"] = resumed_from
     return frame, _jsonable(metadata)
 
 
@@ -712,44 +908,6 @@ def _success(name: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": name, "ok": True, "final": metadata["final_mean_return"], "steps": metadata["final_timesteps"]}
 
 
-def available_cores() -> list[int]:
-    """:return: The CPU cores this process may run on (its affinity mask where the platform has one)"""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
-
-
-#: In a worker of a time-budget pool: the queue of the cores not held by a running run (:func:`_pinned_core`)
-_FREE_CORES: Any = None
-
-
-def _init_worker(free_cores: Any) -> None:
-    """Initializer of the worker processes of a time-budget pool: keep the pool's queue of free cores."""
-    global _FREE_CORES
-    _FREE_CORES = free_cores
-
-
-@contextlib.contextmanager
-def _pinned_core() -> Iterator[int | None]:
-    """
-    In a worker of a time-budget pool: take a free core from the pool's queue, pin this process to it for the run
-    (``os.sched_setaffinity``; the threads and subprocesses it starts inherit it) and give it back afterwards. The
-    queue holds every available core and at most ``workers <= cores`` runs execute at once, so no two concurrent runs
-    share a core, whichever worker runs them (also with a fresh process per run).
-
-    :return: The core, ``None`` outside such a pool
-    """
-    if _FREE_CORES is None:
-        yield None
-        return
-    core = int(_FREE_CORES.get())
-    try:
-        os.sched_setaffinity(0, {core})
-        yield core
-    finally:
-        _FREE_CORES.put(core)
-
-
 @contextlib.contextmanager
 def _single_threaded_libraries() -> Iterator[None]:
     """Set ``OMP/MKL/OPENBLAS_NUM_THREADS=1`` while the pool starts its workers (spawned processes inherit them)."""
@@ -772,14 +930,13 @@ def _run_task(task: RunTask) -> dict[str, Any]:
     runs_dir.mkdir(parents=True, exist_ok=True)
     progress = runs_dir / f"{task.name}{PROGRESS_SUFFIX}"
     try:
-        with _pinned_core() as core:
-            frame, metadata = run_experiment(task, progress)
-        if core is not None:
-            metadata["cpu_core"] = core
+        frame, metadata = run_experiment(task, progress)
     except Exception:
         return _record_failure(task, traceback.format_exc())
     _write_run(runs_dir, task.name, frame.to_csv(index=False), metadata)
     progress.unlink(missing_ok=True)
+    if task.checkpoint_dir is not None:
+        remove_checkpoints(task.checkpoint_dir)
     return _success(task.name, metadata)
 
 
@@ -792,22 +949,30 @@ def _log_result(result: Mapping[str, Any], done: int, total: int) -> None:
 
 
 def _execute(
-    tasks: Sequence[RunTask], workers: int, fresh_process_per_run: bool, backend: str = "local", pin_cores: bool = False
+    tasks: Sequence[RunTask],
+    workers: int,
+    fresh_process_per_run: bool,
+    backend: str = "local",
+    worker: Callable[[RunTask], dict[str, Any]] | None = None,
+    store: Callable[[RunTask, str, Mapping[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """
-    Run the tasks and write their files into ``runs/`` of their output folder.
+    Run the tasks and write their files into ``runs/`` of their output folder (or as ``worker`` / ``store`` do).
+    The local workers start with one OpenMP / MKL / OpenBLAS thread (and each run uses one torch thread), so that a
+    run's CPU time is that of one core's work.
 
     :param tasks: The runs
     :param workers: Size of the local process pool (``local``)
     :param fresh_process_per_run: Start a new process for every run
     :param backend: ``local``: a pool of spawned processes on this machine; ``ray``: one Ray task per run on the Ray
         instance this process is connected to (:func:`_ray_session`)
-    :param pin_cores: (``local``, time-budget mode) run each run on a core of its own (:func:`_pinned_core`; needs
-        ``workers <= len(available_cores())``) and start the workers with one OpenMP / MKL / OpenBLAS thread
+    :param worker: (``local``) Module-level function running one task in a worker process and writing its files;
+        never raises (default :func:`_run_task`)
+    :param store: (``ray``) Writes a finished run's evaluations (CSV text) and metadata here (default: into ``runs/``)
     :return: One result per run (``ok``, and ``error`` / ``err_path`` for a failed run)
     """
     if backend == "ray":
-        return _execute_ray(tasks, fresh_process_per_run)
+        return _execute_ray(tasks, fresh_process_per_run, store)
     if backend != "local":
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     context = multiprocessing.get_context("spawn")
@@ -815,16 +980,11 @@ def _execute(
     results: list[dict[str, Any]] = []
     todo = list(tasks)
     while todo:
-        if pin_cores and hasattr(os, "sched_setaffinity"):
-            free_cores = context.Queue()
-            for core in available_cores():
-                free_cores.put(core)
-            pool_kwargs.update(initializer=_init_worker, initargs=(free_cores,))
         with (
-            _single_threaded_libraries() if pin_cores else contextlib.nullcontext(),
+            _single_threaded_libraries(),
             concurrent.futures.ProcessPoolExecutor(min(workers, len(todo)), mp_context=context, **pool_kwargs) as pool,
         ):
-            futures = {pool.submit(_run_task, task): task for task in todo}
+            futures = {pool.submit(worker or _run_task, task): task for task in todo}
             broken: list[RunTask] = []
             for future in concurrent.futures.as_completed(futures):
                 try:
@@ -949,15 +1109,22 @@ def _run_task_remote(task: RunTask, cwd: str) -> dict[str, Any]:
             raise FileNotFoundError(f"{message}: every machine needs the checkout at the same path")
         os.chdir(cwd)
         frame, metadata = run_experiment(task)
+        if task.checkpoint_dir is not None:
+            remove_checkpoints(task.checkpoint_dir)
     except Exception:
         return {**result, "ok": False, "traceback": traceback.format_exc()}
     return {**result, "ok": True, "csv": frame.to_csv(index=False), "metadata": metadata}
 
 
-def _execute_ray(tasks: Sequence[RunTask], fresh_process_per_run: bool) -> list[dict[str, Any]]:
+def _execute_ray(
+    tasks: Sequence[RunTask],
+    fresh_process_per_run: bool,
+    store: Callable[[RunTask, str, Mapping[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """
-    Run each task as a Ray task asking for one CPU and write its files here as it finishes. A run whose Ray task fails
-    (its worker or node died twice, it could not be deserialised) is recorded as failed like one that raised.
+    Run each task as a Ray task asking for one CPU and write its files here as it finishes (``store``: how, default
+    ``runs/<run>.csv`` and ``.json``). A run whose Ray task fails (its worker or node died twice, it could not be
+    deserialised) is recorded as failed like one that raised.
     """
     ray = _import_ray()
     options: dict[str, Any] = {"num_cpus": 1, "max_retries": 1}  # a lost node gets one retry elsewhere
@@ -980,7 +1147,10 @@ def _execute_ray(tasks: Sequence[RunTask], fresh_process_per_run: bool) -> list[
             )
         else:
             if outcome["ok"]:
-                _write_run(runs_dir, task.name, outcome["csv"], outcome["metadata"])
+                if store is None:
+                    _write_run(runs_dir, task.name, outcome["csv"], outcome["metadata"])
+                else:
+                    store(task, outcome["csv"], outcome["metadata"])
                 result = {**_success(task.name, outcome["metadata"]), "node": outcome["node"]}
             else:
                 result = _record_failure(task, f"Ray node: {outcome['node']}\n{outcome['traceback']}")
@@ -1094,26 +1264,6 @@ def _record_finished_invocation(config_path: Path, invocation: dict[str, Any], f
     _atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
 
 
-def _check_time_budget_pool(backend: str, workers: int | None) -> None:
-    """
-    :raises ValueError: if a time-budget grid would not give each run a core of its own: the Ray backend (its nodes
-        differ and it does not pin), or more workers than available cores
-    """
-    if backend != "local":
-        raise ValueError(
-            "time_budget needs the local backend: equal wall-clock budgets compare runs on one machine, each on a core of "
-            f"its own, which the {backend!r} backend does not arrange"
-        )
-    cores = available_cores()
-    if workers is not None and workers > len(cores):
-        raise ValueError(
-            f"time_budget with {workers} workers on {len(cores)} available cores: runs sharing a core would get unequal "
-            f"budgets; use at most {len(cores)} workers"
-        )
-    if not hasattr(os, "sched_setaffinity"):
-        logger.warning("This platform cannot pin processes to cores (no os.sched_setaffinity): the runs are not pinned")
-
-
 def run_grid(
     algos: Sequence[str],
     envs: Sequence[str],
@@ -1126,6 +1276,7 @@ def run_grid(
     fresh_process_per_run: bool = False,
     backend: str = "local",
     address: str | None = None,
+    checkpoint_root: str | Path | None = None,
     **settings: Any,
 ) -> pd.DataFrame:
     """
@@ -1136,10 +1287,10 @@ def run_grid(
         run, on a new local Ray instance of ``workers`` CPUs or on the cluster at ``address`` (results and failures are
         written here either way)
     :param address: With ``ray``: ``auto`` or ``HOST:PORT`` of a running cluster's head
-    :param settings: The run options of :class:`RunTask` (``steps`` and ``eval_freq`` required). With ``time_budget``
-        (seconds of training per run; ``steps`` is then a cap, :data:`TIME_BUDGET_STEP_CAP` for none) the grid needs
-        the local backend and ``workers`` at most the available cores (default: all of them): each run is pinned to a
-        core of its own (:func:`_pinned_core`) in a worker started with one OpenMP / MKL / OpenBLAS thread
+    :param checkpoint_root: Give every run checkpoints under this folder (:func:`run_checkpoint_dir`), written every
+        ``checkpoint_every`` CPU seconds; a run started again resumes from its last one
+    :param settings: The run options of :class:`RunTask` (``steps`` and ``eval_freq`` required). With ``cpu_budget``
+        (CPU seconds of training per run), ``steps`` is a cap (:data:`TIME_BUDGET_STEP_CAP` for none)
     :return: All evaluations in ``out_dir``
     :raises ValueError: for bad settings, before anything is written
     """
@@ -1165,16 +1316,20 @@ def run_grid(
         if split_variant(algo)[1] is not None:
             variant_overrides_path(algo, template.hyperparams_dir)
     tasks = [
-        dataclasses.replace(template, algo=algo, env=env, seed=seed, threshold=(thresholds or {}).get(env))
+        dataclasses.replace(
+            template,
+            algo=algo,
+            env=env,
+            seed=seed,
+            threshold=(thresholds or {}).get(env),
+            checkpoint_dir=None if checkpoint_root is None else run_checkpoint_dir(checkpoint_root, out, algo, env, seed),
+        )
         for env in envs
         for algo in algos
         for seed in seeds
     ]
     existing = completed_runs(out) if skip_existing else set()
     todo = [task for task in tasks if task.name not in existing]
-    if template.time_budget is not None:
-        _check_time_budget_pool(backend, workers)
-        workers = workers or len(available_cores())
     workers = workers or os.cpu_count() or 1
     invocation: dict[str, Any] = {
         "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
@@ -1184,8 +1339,6 @@ def run_grid(
     }
     invocation.update((key, value) for key, value in _task_options(template).items() if key in RUN_OPTIONS + TIME_OPTIONS)
     invocation.update(workers=workers, skip_existing=skip_existing, thresholds=dict(thresholds or {}), backend=backend)
-    if template.time_budget is not None:
-        invocation["pinned_cores"] = available_cores() if hasattr(os, "sched_setaffinity") else None
     with contextlib.ExitStack() as stack:
         if backend == "ray" and todo:  # connect before recording the invocation: a bad address leaves no trace
             invocation["ray"] = stack.enter_context(_ray_session(workers, address))
@@ -1198,7 +1351,7 @@ def run_grid(
 
         where = f"Ray ({invocation['ray']['address']})" if "ray" in invocation else f"{workers} worker(s)"
         logger.info("Running %d run(s) (%d skipped) on %s into %s", len(todo), len(tasks) - len(todo), where, out)
-        results = _execute(todo, workers, fresh_process_per_run, backend, pin_cores=template.time_budget is not None)
+        results = _execute(todo, workers, fresh_process_per_run, backend)
     failed = sorted(result["name"] for result in results if not result["ok"])
     _record_finished_invocation(config_path, invocation, failed)
     frame = merge_runs(out, drop=failed)
@@ -1349,12 +1502,14 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
     envs = _ordered({env for block in blocks for env in block["envs"]}, invocation.get("envs"))
     seeds = sorted({seed for block in blocks for seed in block.get("seeds", invocation.get("seeds", []))})
     eval_freq, cap = invocation.get("eval_freq") or 0, invocation.get("steps") or TIME_BUDGET_STEP_CAP
-    no_step_evaluations = invocation.get("time_budget") is not None and eval_freq >= cap  # none before the step cap
+    budget = _time_budget(invocation)
+    no_step_evaluations = budget is not None and eval_freq >= cap  # none before the step cap
     schedule = [] if no_step_evaluations else [f"{invocation.get('eval_freq')} steps"]
-    if invocation.get("time_budget") is not None:
+    if budget is not None:
         schedule.append(", ".join(f"{fraction:.0%}" for fraction in TIME_FRACTIONS if fraction < 1) + " of the budget")
-    if invocation.get("eval_seconds") is not None:
-        schedule.append(f"{invocation['eval_seconds']:g} s")
+    for key, unit in (("eval_cpu_seconds", "CPU-s"), ("eval_seconds", "s")):
+        if invocation.get(key) is not None:
+            schedule.append(f"{invocation[key]:g} {unit}")
     evaluation = f"every {' and '.join(schedule)}, " + (
         "last 100 training episodes"
         if invocation.get("metric", "eval") == "train"
@@ -1368,7 +1523,7 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
         "; ".join(algos),
         ", ".join(envs),
         " ".join(map(str, seeds)),
-        _budget(invocation.get("steps"), invocation.get("time_budget")),
+        _budget(invocation.get("steps"), budget),
         evaluation,
         f"{machine.get('cpu', 'unknown')}; {machine.get('cores', '?')} cores",
         ", ".join([f"git {machine.get('git', 'unknown')}", *versions]),
@@ -1376,12 +1531,40 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _budget(steps: Any, time_budget: float | None) -> str:
-    """:return: A budget as ``512`` (steps), ``3600 s of training`` or ``3600 s of training, at most 1M steps``"""
-    if time_budget is None:
+def _time_budget(options: Mapping[str, Any]) -> tuple[float, str] | None:
+    """
+    :param options: A run's metadata or an invocation of ``config.json``
+    :return: Its time budget and the column of the clock it counts on: ``cpu_budget`` on ``cpu_time_s``, or the
+        wall-clock ``time_budget`` of the results made before CPU budgets replaced it, on ``wall_time_s``; ``None``
+    """
+    if options.get("cpu_budget"):
+        return float(options["cpu_budget"]), "cpu_time_s"
+    if options.get("time_budget"):
+        return float(options["time_budget"]), "wall_time_s"
+    return None
+
+
+def _time_budgets(metas: Iterable[Mapping[str, Any]]) -> list[tuple[float, str]]:
+    """:return: The distinct time budgets of runs (:func:`_time_budget`), sorted"""
+    return sorted({budget for budget in map(_time_budget, metas) if budget is not None})
+
+
+def _evaluated_on_a_clock(meta: Mapping[str, Any]) -> bool:
+    """:return: Whether a run was evaluated at time marks (``eval_cpu_seconds``, or the older ``eval_seconds``)"""
+    return bool(meta.get("eval_cpu_seconds") or meta.get("eval_seconds"))
+
+
+def _seconds_unit(clock: str) -> str:
+    """:return: The unit of a clock column in the tables: ``CPU-s`` for ``cpu_time_s``, ``s`` for the wall-clock"""
+    return "CPU-s" if clock == "cpu_time_s" else "s"
+
+
+def _budget(steps: Any, budget: tuple[float, str] | None) -> str:
+    """:return: A budget as ``512`` (steps), ``3600 CPU-s of training`` or ``3600 CPU-s of training, at most 1M steps``"""
+    if budget is None:
         return str(steps)
     cap = f", at most {_steps(float(steps))} steps" if steps is not None and int(steps) < TIME_BUDGET_STEP_CAP else ""
-    return f"{time_budget:g} s of training{cap}"
+    return f"{budget[0]:g} {_seconds_unit(budget[1])} of training{cap}"
 
 
 def time_budget_evaluations(frame: pd.DataFrame, run_metadata: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -1389,37 +1572,50 @@ def time_budget_evaluations(frame: pd.DataFrame, run_metadata: Mapping[str, Mapp
     The evaluations of the time-budget runs at the fractions :data:`TIME_FRACTIONS` of their budget.
 
     A run is evaluated at the first env step past each fraction of its budget (and stops at the first past the whole
-    budget, then evaluated), so the evaluation for fraction ``f`` is its first at or after ``f * time_budget`` seconds
-    of training. A run that ended before (its step cap, or ``--stop-at-threshold``) gives its last evaluation there,
-    marked ``ended_early``.
+    budget, then evaluated), so the evaluation for fraction ``f`` is its first at or after ``f * budget`` seconds of
+    training on its clock (:func:`_time_budget`). A run that ended before (its step cap, ``--stop-at-threshold``)
+    gives its last evaluation there, marked ``ended_early``.
 
     :param frame: Evaluations (columns :data:`EVAL_COLUMNS`)
-    :param run_metadata: Metadata of the runs by run name; runs without a ``time_budget`` are left out
-    :return: One row per (env, algo, seed, fraction): ``time_budget``, ``timesteps``, ``wall_time_s``, ``mean_return``,
-        ``ended_early``
+    :param run_metadata: Metadata of the runs by run name; runs without a time budget are left out
+    :return: One row per (env, algo, seed, fraction): ``time_budget``, ``clock`` (``cpu_time_s`` or ``wall_time_s``),
+        ``timesteps``, ``seconds`` (on that clock), ``mean_return``, ``ended_early``
     """
-    budgets = {name: float(meta["time_budget"]) for name, meta in run_metadata.items() if meta.get("time_budget")}
-    columns = ["env", "algo", "seed", "fraction", "time_budget", "timesteps", "wall_time_s", "mean_return", "ended_early"]
+    budgets = {name: _time_budget(meta) for name, meta in run_metadata.items() if _time_budget(meta) is not None}
+    columns = ["env", "algo", "seed", "fraction", "time_budget", "clock", "timesteps", "seconds", "mean_return"]
     rows = []
     for (env, algo, seed), run in frame.groupby(["env", "algo", "seed"], sort=True):
-        budget = budgets.get(run_name(str(algo), str(env), int(seed)))
-        if budget is None:
+        found = budgets.get(run_name(str(algo), str(env), int(seed)))
+        if found is None:
             continue
-        run = run.sort_values("wall_time_s")
+        budget, clock = found
+        run = run.sort_values(clock)
         for fraction in TIME_FRACTIONS:
-            after = run[run["wall_time_s"] >= fraction * budget]
+            after = run[run[clock] >= fraction * budget]
             record = after.iloc[0] if len(after) else run.iloc[-1]
-            steps, seconds, value = int(record["timesteps"]), float(record["wall_time_s"]), float(record["mean_return"])
-            rows.append([env, algo, int(seed), fraction, budget, steps, seconds, value, not len(after)])
-    return pd.DataFrame(rows, columns=columns)
+            steps, seconds, value = int(record["timesteps"]), float(record[clock]), float(record["mean_return"])
+            rows.append([env, algo, int(seed), fraction, budget, clock, steps, seconds, value, not len(after)])
+    return pd.DataFrame(rows, columns=[*columns, "ended_early"])
 
 
 def _equal_wall_clock_lines(evaluations: pd.DataFrame, algos: Sequence[str]) -> list[str]:
-    """:return: The equal-wall-clock table of one env's time-budget runs (``evaluations``: :func:`time_budget_evaluations`)"""
+    """:return: The equal-time tables of one env's time-budget runs (``evaluations``: :func:`time_budget_evaluations`):
+    ``Equal CPU time`` for CPU budgets, ``Equal wall-clock`` for the wall-clock budgets of older results"""
+    lines = []
+    for clock, title in (("cpu_time_s", "Equal CPU time"), ("wall_time_s", "Equal wall-clock")):
+        on_clock = evaluations[evaluations["clock"] == clock]
+        if len(on_clock):
+            lines += [f"### {title}", "", *_equal_time_table(on_clock, algos, _seconds_unit(clock)), ""]
+    return lines
+
+
+def _equal_time_table(evaluations: pd.DataFrame, algos: Sequence[str], unit: str) -> list[str]:
+    """:return: The rows of one equal-time table (runs of one clock, whose budgets are in ``unit``)"""
     rows = []
     for algo in [algo for algo in algos if algo in set(evaluations["algo"])]:
         runs = evaluations[evaluations["algo"] == algo]
-        cells = [algo, str(runs["seed"].nunique()), ", ".join(f"{value:g} s" for value in sorted(set(runs["time_budget"])))]
+        budgets = ", ".join(f"{value:g} {unit}" for value in sorted(set(runs["time_budget"])))
+        cells = [algo, str(runs["seed"].nunique()), budgets]
         for fraction in TIME_FRACTIONS:
             at = runs[runs["fraction"] == fraction]
             returns = at["mean_return"]
@@ -1427,12 +1623,12 @@ def _equal_wall_clock_lines(evaluations: pd.DataFrame, algos: Sequence[str]) -> 
         final = runs[runs["fraction"] == TIME_FRACTIONS[-1]]
         steps = final["timesteps"].astype(float)
         cells.append(f"{_steps(float(steps.mean()))} [{_steps(float(steps.min()))}, {_steps(float(steps.max()))}]")
-        cells.append(_number(float(final["wall_time_s"].mean())))
+        cells.append(_number(float(final["seconds"].mean())))
         cells.append(str(int(final["ended_early"].sum())))
         rows.append(cells)
     header = ["Algorithm", "Seeds", "Budget", *(f"Return at {fraction:.0%}" for fraction in TIME_FRACTIONS)]
-    header += ["Steps reached", "Seconds", "Ended early"]
-    return ["### Equal wall-clock", "", *_markdown_table(header, rows), ""]
+    header += ["Steps reached", "CPU seconds" if unit == "CPU-s" else "Seconds", "Ended early"]
+    return _markdown_table(header, rows)
 
 
 def _algo_order(name: str) -> tuple[bool, int, str]:
@@ -1478,12 +1674,13 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         "",
     ]
     budget_evaluations = time_budget_evaluations(frame, metadata)
-    timed_envs = {meta["env"] for meta in metadata.values() if meta.get("time_budget") or meta.get("eval_seconds")}
+    timed_envs = {meta["env"] for meta in metadata.values() if _time_budget(meta) or _evaluated_on_a_clock(meta)}
     if len(budget_evaluations):
         lines += [
-            "Equal wall-clock (runs with a time budget; Steps then gives the budget in seconds of training, evaluation "
-            "excluded): the return at 25%, 50% and 100% of the budget is each run's first evaluation at or after that "
-            "much training time (the runs are evaluated there), mean ± std over seeds; a run that ended before (its "
+            "Equal CPU time (runs with a budget of process CPU time of training, env stepping included, evaluation "
+            "excluded; Steps then gives it in CPU-s) or, in results made before CPU budgets, equal wall-clock (in s): "
+            "the return at 25%, 50% and 100% of the budget is each run's first evaluation at or after that much "
+            "training time (the runs are evaluated there), mean ± std over seeds; a run that ended before (its "
             "step cap) counts with its last evaluation (Ended early). Steps reached: mean [min, max] over seeds at the "
             "end; Seconds: mean training seconds at the end (the budget plus the last env step or update).",
             "",
@@ -1505,13 +1702,10 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
                     [
                         _steps(steps)
                         for steps in sorted(
-                            {int(meta["steps"]) for meta in runs if meta.get("steps") and not meta.get("time_budget")}
+                            {int(meta["steps"]) for meta in runs if meta.get("steps") and not _time_budget(meta)}
                         )
                     ]
-                    + [
-                        f"{budget:g} s"
-                        for budget in sorted({float(meta["time_budget"]) for meta in runs if meta.get("time_budget")})
-                    ]
+                    + [f"{budget:g} {_seconds_unit(clock)}" for budget, clock in _time_budgets(runs)]
                 )
                 or "?",
                 ", ".join(sorted({meta.get("metric", "eval") for meta in runs})) or "?",
@@ -1582,7 +1776,7 @@ def plot_learning_curves(
     freqs = {  # the runs evaluated at wall-clock marks too have records off the step grid
         (meta["algo"], meta["env"]): int(meta["eval_freq"])
         for meta in (run_metadata or {}).values()
-        if meta.get("eval_freq") and not (meta.get("time_budget") or meta.get("eval_seconds"))
+        if meta.get("eval_freq") and not (_time_budget(meta) or _evaluated_on_a_clock(meta))
     }
     paths = []
     for env, env_frame in frame.groupby("env", sort=True):
@@ -1606,8 +1800,9 @@ def plot_learning_curves(
                 mean.index, per_seed.min(axis=1), per_seed.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0
             )
             ends.append(int(mean.index.max()))
-        if thresholds.get(env) is not None:
-            ax.axhline(thresholds[env], color="gray", linestyle="--", linewidth=1, label=f"threshold {thresholds[env]:g}")
+        threshold = thresholds.get(str(env))
+        if threshold is not None:
+            ax.axhline(threshold, color="gray", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
         if ends and max(ends) > 10 * max(min(ends), 1):  # budgets far apart: log scale (step 0 is not shown)
             ax.set_xscale("log")
             ax.set_xlim(left=min(freqs.get((algo, str(env)), 1) for algo in env_frame["algo"].unique()))
@@ -1639,8 +1834,8 @@ def plot_against_seconds(
 ) -> list[Path]:
     """
     Write ``out_dir/<env>_seconds.png`` per env: the return against seconds of training (evaluation excluded), per
-    algorithm the mean over seeds with a min-max band. Each seed's curve is a step function (its last evaluation so
-    far), from its first evaluation on, kept at its last value after it ends; time budgets are dotted.
+    algorithm the mean over seeds with a min-max band (:func:`curves_on_clock`); time budgets are dotted. The clock is
+    the CPU time (``cpu_time_s``) when a run of the env has a CPU budget or CPU-time evaluations, else the wall-clock.
 
     :return: Paths of the written files
     """
@@ -1653,27 +1848,42 @@ def plot_against_seconds(
     for env, env_frame in frame.groupby("env", sort=True):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         runs_meta = [meta for meta in (run_metadata or {}).values() if meta.get("env") == env]
+        on_cpu = any(meta.get("cpu_budget") or meta.get("eval_cpu_seconds") for meta in runs_meta)
+        clock = "cpu_time_s" if on_cpu else "wall_time_s"
         for algo in _ordered(env_frame["algo"].unique(), algo_order):
             runs = env_frame[env_frame["algo"] == algo]
-            times = np.unique(runs["wall_time_s"].to_numpy(dtype=float))
-            curves = []
-            for _, run in runs.groupby("seed"):
-                run = run.sort_values("wall_time_s")
-                seconds, values = run["wall_time_s"].to_numpy(dtype=float), run["mean_return"].to_numpy(dtype=float)
-                index = np.searchsorted(seconds, times, side="right") - 1
-                curves.append(np.where(index >= 0, values[np.maximum(index, 0)], np.nan))
-            stacked = np.vstack(curves)
+            times, stacked = curves_on_clock(runs, clock)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before every seed's first evaluation
                 mean, low, high = np.nanmean(stacked, 0), np.nanmin(stacked, 0), np.nanmax(stacked, 0)
             (line,) = ax.plot(times, mean, drawstyle="steps-post", label=f"{algo} ({runs['seed'].nunique()} seeds)")
             ax.fill_between(times, low, high, step="post", color=line.get_color(), alpha=0.2, linewidth=0)
-        for budget in sorted({float(meta["time_budget"]) for meta in runs_meta if meta.get("time_budget")}):
+        for budget, _ in [found for found in _time_budgets(runs_meta) if found[1] == clock]:
             ax.axvline(budget, color="gray", linestyle=":", linewidth=1)
         threshold = thresholds.get(str(env))
         if threshold is not None:
             ax.axhline(threshold, color="gray", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
         metrics = {meta.get("metric", "eval") for meta in runs_meta}
         path = Path(out_dir) / f"{_safe_name(str(env))}{SECONDS_PLOT_SUFFIX}.png"
-        paths.append(_save_plot(fig, ax, str(env), "training seconds (evaluation excluded)", metrics, path))
+        xlabel = f"training {'CPU ' if on_cpu else ''}seconds (evaluation excluded)"
+        paths.append(_save_plot(fig, ax, str(env), xlabel, metrics, path))
     return paths
+
+
+def curves_on_clock(runs: pd.DataFrame, clock: str = "cpu_time_s") -> tuple[np.ndarray, np.ndarray]:
+    """
+    :param runs: Evaluations of the seeds of one (algo, env)
+    :param clock: ``cpu_time_s`` or ``wall_time_s``
+    :return: The times at which some seed was evaluated, sorted, and per seed (rows, in seed order) its return at each
+        of them: a step function (its last evaluation so far), NaN before its first evaluation, kept at its last value
+        after it ends
+    """
+    runs = runs.dropna(subset=[clock])
+    times = np.unique(runs[clock].to_numpy(dtype=float))
+    curves = []
+    for _, run in runs.groupby("seed"):
+        run = run.sort_values(clock)
+        seconds, values = run[clock].to_numpy(dtype=float), run["mean_return"].to_numpy(dtype=float)
+        index = np.searchsorted(seconds, times, side="right") - 1
+        curves.append(np.where(index >= 0, values[np.maximum(index, 0)], np.nan))
+    return times, np.vstack(curves) if curves else np.empty((0, len(times)))

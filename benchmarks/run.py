@@ -14,9 +14,11 @@ Example::
     python -m benchmarks.run --algos pcl ppo --envs CartPole-v1 --seeds 0 1 2 --steps 100000 \\
         --backend ray --address HEAD:6379 --out benchmarks/runs/classic
 
-    # equal wall-clock (issue #35): 1 h of training per run, one core each, evaluated every 300 s and 50000 steps
-    python -m benchmarks.run --algos trust_pcl sac td3 trpo --envs HalfCheetah-v5 --seeds 0 1 2 --time-budget 3600 \\
-        --eval-seconds 300 --eval-freq 50000 --zoo-v4-entries --hyperparams-dir benchmarks/hyperparams --out runs/wall
+    # equal CPU time: 1 h of process CPU time of training per run, evaluated every 300 CPU-s and 50000 steps,
+    # checkpointed every 300 CPU-s (the same command started again resumes the unfinished runs)
+    python -m benchmarks.run --algos trust_pcl sac trpo --envs HalfCheetah-v5 --seeds 0 1 2 --cpu-budget 3600 \\
+        --eval-cpu-seconds 300 --eval-freq 50000 --checkpoint-every 300 --zoo-v4-entries \\
+        --hyperparams-dir benchmarks/hyperparams --out runs/cpu
 
     # rebuild results.md and the plots of a folder from its evaluations.csv
     python -m benchmarks.run --summary-only --out benchmarks/results/classic
@@ -32,13 +34,14 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from benchmarks.checkpoint import CHECKPOINT_DIR_ENV, default_checkpoint_root
 from benchmarks.harness import (
     ALGORITHMS,
     BACKENDS,
     TIME_BUDGET_STEP_CAP,
     VEC_ENV_TYPES,
-    available_cores,
     parse_ray_address,
     run_grid,
     split_variant,
@@ -130,28 +133,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--steps",
         type=int,
         default=None,
-        help="step budget per run (total env steps over parallel envs); with --time-budget an optional cap",
+        help="step budget per run (total env steps over parallel envs); with --cpu-budget an optional cap",
     )
     parser.add_argument(
-        "--time-budget",
+        "--cpu-budget",
         type=float,
         default=None,
         metavar="SECONDS",
-        help="equal wall-clock mode: stop each run when its training wall-clock (evaluation excluded) reaches SECONDS; "
-        "each run is pinned to a core of its own (--workers at most the cores) and also evaluated at 25%% and 50%% of it",
+        help="stop each run when the process CPU time of its training (env stepping included, evaluation excluded) "
+        "reaches SECONDS; progress-based schedules (lin_*) follow it; also evaluated at 25%% and 50%% of it",
     )
     parser.add_argument(
-        "--eval-seconds",
+        "--eval-cpu-seconds",
         type=float,
         default=None,
         metavar="S",
-        help="also evaluate each time the training wall-clock passes a multiple of S seconds",
+        help="also evaluate each time the training CPU time passes a multiple of S seconds",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=float,
+        default=None,
+        metavar="S",
+        help="save a checkpoint of each run every S CPU seconds of training (under --checkpoint-dir); a run started "
+        "again resumes from its last checkpoint (use with --skip-existing to resume a folder)",
+    )
+    parser.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        metavar="DIR",
+        help=f"folder of the checkpoints (default: ${CHECKPOINT_DIR_ENV}, else ~/.cache/sb3_pcl/checkpoints)",
     )
     parser.add_argument(
         "--eval-freq",
         type=int,
         default=None,
-        help="evaluation interval in env steps (default: steps // 20; with --time-budget and no --steps: none)",
+        help="evaluation interval in env steps (default: steps // 20; with --cpu-budget and no --steps: none)",
     )
     parser.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation (default: 10)")
     parser.add_argument(
@@ -171,8 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=None,
-        help="parallel worker processes, or CPUs of the local Ray instance (default: os.cpu_count(); with --time-budget "
-        "the cores this process may use)",
+        help="parallel worker processes, or CPUs of the local Ray instance (default: os.cpu_count())",
     )
     parser.add_argument(
         "--backend",
@@ -255,21 +271,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(__name__).info("Wrote %s", path)
         return 0
 
-    if not args.algos or not args.envs or (args.steps is None and args.time_budget is None):
-        parser.error("--algos, --envs and --steps (or --time-budget) are required unless --summary-only is given")
-    for name in ("time_budget", "eval_seconds"):
+    if not args.algos or not args.envs or (args.steps is None and args.cpu_budget is None):
+        parser.error("--algos, --envs and --steps (or --cpu-budget) are required unless --summary-only is given")
+    for name in ("cpu_budget", "eval_cpu_seconds", "checkpoint_every"):
         value = getattr(args, name)
         if value is not None and not (math.isfinite(value) and value > 0):
             parser.error(f"--{name.replace('_', '-')} must be a positive number of seconds, got {value}")
-    if args.time_budget is not None:
-        if args.backend != "local":
-            parser.error("--time-budget needs --backend local (equal budgets need one machine and a core per run)")
-        cores = len(available_cores())
-        if args.workers is not None and args.workers > cores:
-            parser.error(
-                f"--time-budget with --workers {args.workers} on {cores} available cores: runs sharing a core would get "
-                f"unequal budgets; use --workers {cores} or fewer"
-            )
+    if args.cpu_budget is not None and args.vec_env == "subproc":
+        parser.error(
+            "--cpu-budget with --vec-env subproc: a run's process CPU time leaves out its env worker processes; "
+            "use --vec-env dummy"
+        )
+    if args.checkpoint_dir is not None and args.checkpoint_every is None:
+        parser.error("--checkpoint-dir needs --checkpoint-every")
     steps = args.steps if args.steps is not None else TIME_BUDGET_STEP_CAP
     if args.eval_freq is not None:
         eval_freq = args.eval_freq
@@ -295,6 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 variant_overrides_path(algo, args.hyperparams_dir)
         except (ValueError, FileNotFoundError) as exc:
             parser.error(str(exc))
+    checkpoints: dict[str, Any] = {}
+    if args.checkpoint_every is not None:
+        checkpoints = {"checkpoint_root": args.checkpoint_dir or default_checkpoint_root()}
+        checkpoints["checkpoint_every"] = args.checkpoint_every
     try:
         frame = run_grid(
             args.algos,
@@ -316,9 +334,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             metric=args.metric,
             stop_at_threshold=args.stop_at_threshold,
             vec_env=args.vec_env,
-            time_budget=args.time_budget,
-            eval_seconds=args.eval_seconds,
+            cpu_budget=args.cpu_budget,
+            eval_cpu_seconds=args.eval_cpu_seconds,
             zoo_v4_entries=args.zoo_v4_entries,
+            **checkpoints,
             backend=args.backend,
             address=args.address,
         )

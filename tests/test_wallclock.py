@@ -1,11 +1,11 @@
-"""Tests of the equal-wall-clock mode of the benchmark harness (issue #35): ``--time-budget``, ``--eval-seconds``,
-one core per run, the equal-wall-clock table and plot, and ``--zoo-v4-entries``. No assertion on speed: only on what
-the stopping and evaluation rules guarantee whatever the machine's speed."""
+"""Tests of the time budgets of the benchmark harness: ``--cpu-budget`` and ``--eval-cpu-seconds`` (process CPU time
+of training), schedules that follow the CPU budget, the equal-time tables and plots (also of the older wall-clock
+results), ``--zoo-v4-entries`` and ``entry``. No assertion on speed: only on what the stopping and evaluation rules
+guarantee whatever the machine's speed."""
 
 import json
 import math
 import os
-import queue
 from pathlib import Path
 
 import pandas as pd
@@ -17,80 +17,91 @@ from benchmarks.run import main
 
 STEP_CAP = 10_000_000
 BUDGET_GRID = [
-    *("--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "0", "--time-budget", "2", "--eval-seconds", "0.5"),
+    *("--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "0", "--cpu-budget", "2", "--eval-cpu-seconds", "0.5"),
     *("--eval-freq", "1000000000", "--steps", str(STEP_CAP), "--eval-episodes", "2", "--workers", "1", "--quiet"),
 ]
 
 
 @pytest.fixture(scope="module")
 def budget_grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
-    out = tmp_path_factory.mktemp("wallclock")
+    out = tmp_path_factory.mktemp("cpu_budget")
     return out, main([*BUDGET_GRID, "--out", str(out)])
 
 
-def test_time_budget_run_stops_at_the_budget_and_evaluates_on_the_clock(budget_grid: tuple[Path, int]) -> None:
+def test_cpu_budget_run_stops_at_the_budget_and_evaluates_on_the_cpu_clock(budget_grid: tuple[Path, int]) -> None:
     out, exit_code = budget_grid
     assert exit_code == 0
     frame = pd.read_csv(out / "evaluations.csv")
     assert tuple(frame.columns) == harness.EVAL_COLUMNS
-    seconds, steps = frame["wall_time_s"], frame["timesteps"]
-    assert seconds.is_monotonic_increasing and steps.is_monotonic_increasing and steps.iloc[0] == 0
-    # training stops at the first env step at or past 2 s of training, long before the step cap, then evaluates
-    assert seconds.iloc[-1] >= 2.0 and (seconds.iloc[:-1] < 2.0).all() and steps.iloc[-1] < STEP_CAP
-    # no step multiple is reached: the evaluations between the start and the end are those at 0.5, 1 and 1.5 s
-    # (25% and 50% of the budget coincide with multiples of --eval-seconds)
-    assert len(frame) >= 5 and (seconds.iloc[1:] >= 0.5).all()
+    cpu, steps = frame["cpu_time_s"], frame["timesteps"]
+    assert cpu.is_monotonic_increasing and steps.is_monotonic_increasing and steps.iloc[0] == 0
+    assert frame["wall_time_s"].is_monotonic_increasing
+    # training stops at the first env step at or past 2 CPU-s of training, long before the step cap, then evaluates
+    assert cpu.iloc[-1] >= 2.0 and (cpu.iloc[:-1] < 2.0).all() and steps.iloc[-1] < STEP_CAP
+    # no step multiple is reached: the evaluations between the start and the end are those at 0.5, 1 and 1.5 CPU-s
+    # (25% and 50% of the budget coincide with multiples of --eval-cpu-seconds)
+    assert len(frame) == 5 and (cpu.iloc[1:] >= [0.5, 1.0, 1.5, 2.0]).all()
     metadata = json.loads((out / "run_metadata.json").read_text())["a2c__CartPole-v1__seed0"]
-    assert metadata["time_budget"] == 2.0 and metadata["eval_seconds"] == 0.5 and metadata["steps"] == STEP_CAP
-    assert metadata["stopped_at_time_budget"] and not metadata["stopped_at_threshold"] and "zoo_v4_entries" not in metadata
+    assert metadata["cpu_budget"] == 2.0 and metadata["eval_cpu_seconds"] == 0.5 and metadata["steps"] == STEP_CAP
+    assert metadata["stopped_at_cpu_budget"] and not metadata["stopped_at_threshold"] and "zoo_v4_entries" not in metadata
+    assert metadata["train_cpu_time_s"] == cpu.iloc[-1]
     invocation = json.loads((out / "config.json").read_text())["invocations"][0]
-    assert invocation["time_budget"] == 2.0 and invocation["eval_seconds"] == 0.5 and invocation["workers"] == 1
-    if hasattr(os, "sched_setaffinity"):
-        assert metadata["cpu_core"] in harness.available_cores()
-        assert invocation["pinned_cores"] == harness.available_cores()
+    assert invocation["cpu_budget"] == 2.0 and invocation["eval_cpu_seconds"] == 0.5 and invocation["workers"] == 1
 
 
-def test_time_budget_summary_and_plots(budget_grid: tuple[Path, int]) -> None:
+def test_cpu_budget_summary_and_plots(budget_grid: tuple[Path, int]) -> None:
     out, _ = budget_grid
     summary = (out / "results.md").read_text()
-    assert "| a2c | 1 | 2 s | eval |" in summary
-    assert "### Equal wall-clock" in summary
-    assert "| Algorithm | Seeds | Budget | Return at 25% | Return at 50% | Return at 100% | Steps reached |" in summary
-    assert "| a2c | 1 | 2 s | " in summary.split("### Equal wall-clock")[1]
-    assert "2 s of training, at most 10M steps" in summary and "every 25%, 50% of the budget and 0.5 s" in summary
+    assert "| a2c | 1 | 2 CPU-s | eval |" in summary
+    assert "### Equal CPU time" in summary and "### Equal wall-clock" not in summary
+    header = "| Algorithm | Seeds | Budget | Return at 25% | Return at 50% | Return at 100% | Steps reached | CPU seconds |"
+    assert header in summary
+    assert "| a2c | 1 | 2 CPU-s | " in summary.split("### Equal CPU time")[1]
+    assert "2 CPU-s of training, at most 10M steps" in summary and "every 25%, 50% of the budget and 0.5 CPU-s" in summary
     for name in ("CartPole-v1.png", "CartPole-v1_seconds.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![CartPole-v1 against training seconds](CartPole-v1_seconds.png)" in summary
 
 
-def _write_folder(out: Path) -> None:
-    """A folder of hand-made runs: ``fast`` with a 10 s budget (seed 1 hit its step cap at 4 s), ``steps`` without."""
+def _write_folder(out: Path, budget_key: str = "cpu_budget") -> None:
+    """
+    A folder of hand-made runs: ``fast`` with a 10 s budget (seed 1 hit its step cap at 4 s; its wall-clock runs twice
+    as long as its CPU time), ``steps`` without. ``budget_key="time_budget"`` makes the wall-clock budget of older
+    results.
+    """
     rows = []
     for seed, times in ((0, [0.0, 2.6, 5.1, 7.5, 10.2]), (1, [0.0, 2.5, 4.0])):
         for i, seconds in enumerate(times):
-            rows.append(("fast", "Env-v0", seed, 100 * i, 10.0 * i + seed, 0.0, seconds, seconds, math.nan, math.nan))
+            wall, cpu = (seconds, seconds / 2) if budget_key == "time_budget" else (2 * seconds, seconds)
+            rows.append(("fast", "Env-v0", seed, 100 * i, 10.0 * i + seed, 0.0, wall, cpu, math.nan, math.nan))
     for i in range(3):
         rows.append(("steps", "Env-v0", 0, 100 * i, float(i), 0.0, float(i), float(i), math.nan, math.nan))
     out.mkdir(parents=True)
     pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS)).to_csv(out / "evaluations.csv", index=False)
     common = {"env": "Env-v0", "metric": "eval", "eval_freq": 100, "hyperparams_source": "hand-made"}
     metadata = {
-        "fast__Env-v0__seed0": {**common, "algo": "fast", "seed": 0, "steps": 400, "time_budget": 10.0},
-        "fast__Env-v0__seed1": {**common, "algo": "fast", "seed": 1, "steps": 200, "time_budget": 10.0},
+        "fast__Env-v0__seed0": {**common, "algo": "fast", "seed": 0, "steps": 400, budget_key: 10.0},
+        "fast__Env-v0__seed1": {**common, "algo": "fast", "seed": 1, "steps": 200, budget_key: 10.0},
         "steps__Env-v0__seed0": {**common, "algo": "steps", "seed": 0, "steps": 200},
     }
     (out / "run_metadata.json").write_text(json.dumps(metadata))
 
 
-def test_equal_wall_clock_table_from_hand_made_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("budget_key", "title", "unit", "clock"),
+    [("cpu_budget", "Equal CPU time", "CPU-s", "cpu_time_s"), ("time_budget", "Equal wall-clock", "s", "wall_time_s")],
+)
+def test_equal_time_table_from_hand_made_runs(tmp_path: Path, budget_key: str, title: str, unit: str, clock: str) -> None:
+    """The same table for CPU budgets (on ``cpu_time_s``) and for the wall-clock budgets of committed older results."""
     out = tmp_path / "folder"
-    _write_folder(out)
+    _write_folder(out, budget_key)
     frame = pd.read_csv(out / "evaluations.csv")
     metadata = json.loads((out / "run_metadata.json").read_text())
     at = harness.time_budget_evaluations(frame, metadata).set_index(["seed", "fraction"])
     assert set(at.index.get_level_values("seed")) == {0, 1}  # the step-budget run is left out
-    # each fraction's evaluation is the run's first at or after that much training time
-    assert at.loc[(0, 0.25), "wall_time_s"] == 2.6 and at.loc[(0, 0.5), "wall_time_s"] == 5.1
+    assert set(at["clock"]) == {clock}
+    # each fraction's evaluation is the run's first at or after that much training time on the budget's clock
+    assert at.loc[(0, 0.25), "seconds"] == 2.6 and at.loc[(0, 0.5), "seconds"] == 5.1
     assert at.loc[(0, 1.0), "timesteps"] == 400 and not at.loc[(0, 1.0), "ended_early"]
     # seed 1 ended at 4 s (its step cap): its last evaluation stands for 50% and 100%
     assert at.loc[(1, 0.25), "mean_return"] == 11.0 and not at.loc[(1, 0.25), "ended_early"]
@@ -98,32 +109,35 @@ def test_equal_wall_clock_table_from_hand_made_runs(tmp_path: Path) -> None:
 
     harness.write_summary(out)
     summary = (out / "results.md").read_text()
-    table = summary.split("### Equal wall-clock")[1]
+    table = summary.split(f"### {title}")[1]
     # 25%: 10 and 11; 50%: 20 and 21; 100%: 40 and 21; steps 400 and 200
-    assert "| fast | 2 | 10 s | 10.5 ± 0.5 | 20.5 ± 0.5 | 30.5 ± 9.5 | 300 [200, 400] | 7.1 | 1 |" in table
-    assert "| steps |" not in table and "| steps | 1 | 200 | eval |" in summary and "| fast | 2 | 10 s | eval |" in summary
+    assert f"| fast | 2 | 10 {unit} | 10.5 ± 0.5 | 20.5 ± 0.5 | 30.5 ± 9.5 | 300 [200, 400] | 7.1 | 1 |" in table
+    assert (
+        "| steps |" not in table and "| steps | 1 | 200 | eval |" in summary and f"| fast | 2 | 10 {unit} | eval |" in summary
+    )
     assert (out / "Env-v0_seconds.png").is_file() and (out / "Env-v0.png").is_file()
 
 
-def test_step_budget_folders_get_no_wall_clock_output(tmp_path: Path) -> None:
+def test_step_budget_folders_get_no_time_output(tmp_path: Path) -> None:
     out = tmp_path / "folder"
     _write_folder(out)
     metadata = json.loads((out / "run_metadata.json").read_text())
     for meta in metadata.values():
-        meta.pop("time_budget", None)
+        meta.pop("cpu_budget", None)
     (out / "run_metadata.json").write_text(json.dumps(metadata))
     harness.write_summary(out)
     summary = (out / "results.md").read_text()
-    assert "wall-clock" not in summary.lower() and not (out / "Env-v0_seconds.png").exists()
+    assert "### Equal" not in summary and not (out / "Env-v0_seconds.png").exists()
     # the time options enter a step-budget run's metadata and config.json only when set
     options = harness._task_options(harness.RunTask("a2c", "CartPole-v1", 0, 100, 50))
-    assert not set(options) & set(harness.TIME_OPTIONS)
-    options = harness._task_options(harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, eval_seconds=1.0, zoo_v4_entries=True))
-    assert options["eval_seconds"] == 1.0 and options["zoo_v4_entries"] and "time_budget" not in options
+    assert not set(options) & set(harness.TIME_OPTIONS) and "checkpoint_dir" not in options
+    task = harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, eval_cpu_seconds=1.0, zoo_v4_entries=True)
+    options = harness._task_options(task)
+    assert options["eval_cpu_seconds"] == 1.0 and options["zoo_v4_entries"] and "cpu_budget" not in options
 
 
-def test_wall_clock_marks() -> None:
-    callback = harness.BudgetEvalCallback(None, 10, 1, 10, time_budget=10.0, eval_seconds=3.0)
+def test_cpu_time_marks() -> None:
+    callback = harness.BudgetEvalCallback(None, 10, 1, 10, cpu_budget=10.0, eval_cpu_seconds=3.0)
     marks, seconds = [], 0.0
     while seconds < 12:
         seconds = callback._time_mark_after(seconds)
@@ -131,63 +145,61 @@ def test_wall_clock_marks() -> None:
     # multiples of 3 s, 25% and 50% of the budget (2.5, 5), and the budget
     assert marks == [2.5, 3.0, 5.0, 6.0, 9.0, 10.0, 12.0]
     assert harness.BudgetEvalCallback(None, 10, 1, 10)._time_mark_after(5.0) == math.inf
-    assert harness.BudgetEvalCallback(None, 10, 1, 10, eval_seconds=0.5)._time_mark_after(1.0) == 1.5
+    assert harness.BudgetEvalCallback(None, 10, 1, 10, eval_cpu_seconds=0.5)._time_mark_after(1.0) == 1.5
 
 
-def test_eval_seconds_without_a_time_budget_keeps_the_step_budget() -> None:
-    """--eval-seconds alone is allowed: a step-budget run also evaluated on the clock (how often depends on speed)."""
-    task = harness.RunTask("a2c", "CartPole-v1", 0, 400, 10**9, 1, eval_seconds=0.01)
+def test_eval_cpu_seconds_without_a_cpu_budget_keeps_the_step_budget() -> None:
+    """--eval-cpu-seconds alone is allowed: a step-budget run also evaluated on the clock (how often depends on speed)."""
+    task = harness.RunTask("a2c", "CartPole-v1", 0, 400, 10**9, 1, eval_cpu_seconds=0.01)
     frame, metadata = harness.run_experiment(task)
     assert frame["timesteps"].iloc[-1] == 400 and frame["timesteps"].iloc[0] == 0
-    assert metadata["eval_seconds"] == 0.01 and "time_budget" not in metadata and "stopped_at_time_budget" not in metadata
+    assert metadata["eval_cpu_seconds"] == 0.01 and "cpu_budget" not in metadata and "stopped_at_cpu_budget" not in metadata
+
+
+@pytest.mark.parametrize("algo", ["a2c", "pcl"])
+def test_schedules_follow_the_cpu_budget(algo: str) -> None:
+    """A ``lin_<x>`` learning rate anneals to about 0 over a CPU budget, although the step budget is far from spent."""
+    experiment = harness.make_experiment(algo, "CartPole-v1", 0, overrides={"learning_rate": "lin_0.001"}, eval_env=False)
+    model = experiment.model
+    callback = harness.BudgetEvalCallback(None, 10**12, 1, 10**12, eval_at_start=False, metric="train", cpu_budget=1.0)
+    try:
+        model.learn(10**12, callback=callback)
+    finally:
+        model.get_env().close()  # type: ignore[union-attr]
+    assert callback.stopped_at_cpu_budget and model.num_timesteps < 10**6
+    # progress counted by steps alone would be 1 - steps / 1e12, about 1: the CPU budget sets it to about 0
+    assert 0.0 <= model._current_progress_remaining < 0.1
+    assert model.policy.optimizer.param_groups[0]["lr"] < 0.1 * 0.001
+    # the progress hook lived for that learn() call only: nothing of it is saved with the model
+    assert "_update_current_progress_remaining" not in vars(model)
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "inf", "nan"])
 def test_bad_seconds_are_refused(value: str, tmp_path: Path) -> None:
     base = ["--algos", "a2c", "--envs", "CartPole-v1", "--out", str(tmp_path), "--quiet"]
     with pytest.raises(SystemExit):
-        main([*base, "--time-budget", value])
+        main([*base, "--cpu-budget", value])
     with pytest.raises(SystemExit):
-        main([*base, "--steps", "100", "--eval-seconds", value])
-    with pytest.raises(ValueError, match="time_budget must be a positive number of seconds"):
-        harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, time_budget=float(value))
-    with pytest.raises(ValueError, match="eval_seconds must be a positive number of seconds"):
-        harness.BudgetEvalCallback(None, 10, 1, 10, eval_seconds=float(value))
+        main([*base, "--steps", "100", "--eval-cpu-seconds", value])
+    with pytest.raises(SystemExit):
+        main([*base, "--steps", "100", "--checkpoint-every", value])
+    with pytest.raises(ValueError, match="cpu_budget must be a positive number of seconds"):
+        harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, cpu_budget=float(value))
+    with pytest.raises(ValueError, match="eval_cpu_seconds must be a positive number of seconds"):
+        harness.BudgetEvalCallback(None, 10, 1, 10, eval_cpu_seconds=float(value))
     assert not (tmp_path / "config.json").exists()
 
 
-def test_a_time_budget_needs_a_core_per_run(tmp_path: Path) -> None:
-    too_many = len(harness.available_cores()) + 1
-    base = ["--algos", "a2c", "--envs", "CartPole-v1", "--time-budget", "1", "--out", str(tmp_path), "--quiet"]
+def test_a_cpu_budget_refuses_subprocess_envs(tmp_path: Path) -> None:
+    """The process CPU time of a run leaves out SubprocVecEnv's workers: that combination is refused."""
+    base = ["--algos", "a2c", "--envs", "CartPole-v1", "--cpu-budget", "1", "--out", str(tmp_path), "--quiet"]
     with pytest.raises(SystemExit):
-        main([*base, "--workers", str(too_many)])
-    with pytest.raises(SystemExit):
-        main([*base, "--backend", "ray"])
-    with pytest.raises(ValueError, match="available cores"):
-        harness.run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, workers=too_many, steps=100, eval_freq=50, time_budget=1.0)
-    with pytest.raises(ValueError, match="local backend"):
-        harness.run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, backend="ray", steps=100, eval_freq=50, time_budget=1.0)
-    with pytest.raises(SystemExit):  # without a time budget, --steps stays required
+        main([*base, "--vec-env", "subproc"])
+    with pytest.raises(ValueError, match="env worker processes"):
+        harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, cpu_budget=1.0, vec_env="subproc")
+    with pytest.raises(SystemExit):  # without a CPU budget, --steps stays required
         main(["--algos", "a2c", "--envs", "CartPole-v1", "--out", str(tmp_path), "--quiet"])
     assert not (tmp_path / "config.json").exists()
-
-
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no os.sched_setaffinity on this platform")
-def test_pinned_core_is_taken_and_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    saved = os.sched_getaffinity(0)
-    core = harness.available_cores()[-1]
-    free: queue.Queue[int] = queue.Queue()
-    free.put(core)
-    monkeypatch.setattr(harness, "_FREE_CORES", free)
-    try:
-        with harness._pinned_core() as pinned:
-            assert pinned == core and os.sched_getaffinity(0) == {core} and free.empty()
-        assert free.get_nowait() == core
-    finally:
-        os.sched_setaffinity(0, saved)
-    monkeypatch.setattr(harness, "_FREE_CORES", None)
-    with harness._pinned_core() as pinned:
-        assert pinned is None
 
 
 def test_single_threaded_libraries_are_restored(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -217,6 +229,24 @@ def test_zoo_v4_entries(tmp_path: Path) -> None:
     # the TRPO file of the MuJoCo suite holds v5 entries: read as they are
     source = harness.load_hyperparams("trpo", "Hopper-v5", harness.VARIANTS_HYPERPARAMS_DIR, zoo_v4_entries=True)[1]
     assert source == "benchmarks/hyperparams/trpo.yml [Hopper-v5]"
+
+
+def test_one_entry_on_other_envs() -> None:
+    """``entry`` reads one key of the algorithm's file for any env (the paper's recipe, the Ant-v5 entry, on Hopper)."""
+    assert harness.resolve_entry("trust_pcl", "Hopper-v5", entry="Ant-v5")[1] == "Ant-v5"
+    assert (
+        harness.load_hyperparams("trust_pcl", "Hopper-v5", entry="Ant-v5")[1]
+        == "hyperparams/trust_pcl.yml [Ant-v5 for Hopper-v5]"
+    )
+    with pytest.raises(ValueError, match="has no entry 'Nope-v0'"):
+        harness.resolve_entry("trust_pcl", "Hopper-v5", entry="Nope-v0")
+    experiment = harness.make_experiment("pcl", "Acrobot-v1", 0, eval_env=False, entry="CartPole-v1")
+    try:
+        pcl_cartpole = yaml.safe_load((harness.REPO_HYPERPARAMS_DIR / "pcl.yml").read_text())["CartPole-v1"]
+        assert experiment.n_envs == pcl_cartpole["n_envs"]
+        assert experiment.model.get_env().get_attr("spec")[0].id == "Acrobot-v1"  # type: ignore[union-attr]
+    finally:
+        experiment.model.get_env().close()  # type: ignore[union-attr]
 
 
 def test_zoo_v4_entry_builds_td3_on_a_v5_task() -> None:

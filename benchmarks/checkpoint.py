@@ -1,0 +1,231 @@
+"""
+Checkpoints of a benchmark run: everything a run needs to continue after its process is stopped.
+
+A checkpoint is a folder holding
+
+* ``model.zip``: the model with its optimisers, counters and schedule position (SB3's ``model.save``);
+* ``replay.npz``: the replay buffer, never pickled: this package's path replay through its own ``save_replay_buffer``
+  (an ``.npz``), SB3's ``ReplayBuffer`` / ``DictReplayBuffer`` as an ``.npz`` of its arrays with ``pos`` and ``full``;
+* ``vecnormalize.npz``: the running statistics of a ``VecNormalize`` training env;
+* ``rng.npz``: the random states of Python, NumPy and PyTorch;
+* ``state.json``: what the harness adds (CPU and wall-clock counters, evaluation history, evaluation marks).
+
+Checkpoints are written atomically: each into a new folder ``ckpt-<n>``, then the file ``LATEST`` naming it is replaced
+(write and rename), then older folders are removed. A process killed at any moment (``kill -9``) leaves ``LATEST``
+pointing at a complete checkpoint. Only public save / load APIs of the algorithms are used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+#: Environment variable overriding :func:`default_checkpoint_root`
+CHECKPOINT_DIR_ENV = "SB3_PCL_CHECKPOINT_DIR"
+LATEST_FILENAME = "LATEST"
+STATE_FILENAME = "state.json"
+#: Attributes never written with the model (installed on the instance by the harness for one ``learn`` call)
+TRANSIENT_MODEL_ATTRIBUTES = ("_update_current_progress_remaining",)
+
+
+def default_checkpoint_root() -> Path:
+    """:return: ``$SB3_PCL_CHECKPOINT_DIR`` if set, else ``~/.cache/sb3_pcl/checkpoints`` (outside any work tree)"""
+    configured = os.environ.get(CHECKPOINT_DIR_ENV)
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sb3_pcl" / "checkpoints"
+
+
+def _fsync_folder(folder: Path) -> None:
+    for path in folder.iterdir():
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, flushed to disk first."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """:return: The folder of the run's last complete checkpoint, ``None`` without one"""
+    latest = Path(run_dir) / LATEST_FILENAME
+    if not latest.is_file():
+        return None
+    folder = Path(run_dir) / latest.read_text().strip()
+    return folder if (folder / STATE_FILENAME).is_file() else None
+
+
+def read_state(run_dir: str | Path) -> dict[str, Any] | None:
+    """:return: The ``state.json`` of the run's last checkpoint, ``None`` without one"""
+    folder = latest_checkpoint(run_dir)
+    return None if folder is None else json.loads((folder / STATE_FILENAME).read_text())
+
+
+# ------------------------------------------------------------------------------------------------------ random states
+def _rng_arrays() -> dict[str, np.ndarray]:
+    import torch
+
+    kind, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)  # type: ignore[misc]
+    version, python_state, gauss = random.getstate()
+    return {
+        "torch": torch.get_rng_state().numpy(),
+        "numpy_keys": np.asarray(keys, dtype=np.uint32),
+        "numpy_scalars": np.asarray([pos, has_gauss, cached], dtype=np.float64),
+        "numpy_kind": np.frombuffer(str(kind).encode(), dtype=np.uint8),
+        "python": np.asarray(python_state, dtype=np.int64),
+        "python_meta": np.asarray([version, np.nan if gauss is None else gauss], dtype=np.float64),
+    }
+
+
+def _set_rng(arrays: Mapping[str, np.ndarray]) -> None:
+    import torch
+
+    torch.set_rng_state(torch.from_numpy(np.array(arrays["torch"], dtype=np.uint8)))
+    pos, has_gauss, cached = arrays["numpy_scalars"]
+    kind = bytes(arrays["numpy_kind"]).decode()
+    np.random.set_state((kind, arrays["numpy_keys"], int(pos), int(has_gauss), float(cached)))
+    version, gauss = arrays["python_meta"]
+    state = tuple(int(value) for value in arrays["python"])
+    random.setstate((int(version), state, None if np.isnan(gauss) else float(gauss)))
+
+
+# ------------------------------------------------------------------------------------------------------ VecNormalize
+def _rms_arrays(prefix: str, rms: RunningMeanStd | Mapping[str, RunningMeanStd]) -> dict[str, np.ndarray]:
+    if isinstance(rms, RunningMeanStd):
+        return {f"{prefix}.mean": rms.mean, f"{prefix}.var": rms.var, f"{prefix}.count": np.asarray(rms.count)}
+    return {name: value for key, sub in rms.items() for name, value in _rms_arrays(f"{prefix}.{key}", sub).items()}
+
+
+def _set_rms(prefix: str, rms: RunningMeanStd | Mapping[str, RunningMeanStd], arrays: Mapping[str, np.ndarray]) -> None:
+    if isinstance(rms, RunningMeanStd):
+        for name in ("mean", "var"):
+            value = arrays[f"{prefix}.{name}"]
+            if value.shape != np.shape(getattr(rms, name)):
+                raise ValueError(f"VecNormalize statistics {prefix}.{name} have shape {value.shape}, the env's differ")
+            setattr(rms, name, value.astype(np.float64))
+        rms.count = float(arrays[f"{prefix}.count"])
+        return
+    for key, sub in rms.items():
+        _set_rms(f"{prefix}.{key}", sub, arrays)
+
+
+# ------------------------------------------------------------------------------------------------------ SB3 replay
+def _sb3_replay_arrays(buffer: ReplayBuffer | DictReplayBuffer) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {"pos": np.asarray(buffer.pos), "full": np.asarray(buffer.full)}
+    for name, value in vars(buffer).items():
+        if isinstance(value, np.ndarray):
+            arrays[name] = value
+        elif isinstance(value, dict) and value and all(isinstance(item, np.ndarray) for item in value.values()):
+            arrays.update({f"{name}.{key}": item for key, item in value.items()})
+    return arrays
+
+
+def _set_sb3_replay(buffer: ReplayBuffer | DictReplayBuffer, arrays: Mapping[str, np.ndarray], name: str) -> None:
+    for key, value in arrays.items():
+        if key in ("pos", "full"):
+            continue
+        attribute, _, item = key.partition(".")
+        target = getattr(buffer, attribute)[item] if item else getattr(buffer, attribute)
+        if target.shape != value.shape or target.dtype != value.dtype:
+            raise ValueError(
+                f"{name}: {key} is {value.dtype}{value.shape}, the model's replay buffer holds {target.dtype}{target.shape}"
+            )
+        target[...] = value
+    buffer.pos, buffer.full = int(arrays["pos"]), bool(arrays["full"])
+
+
+# ------------------------------------------------------------------------------------------------------ save / restore
+def save_checkpoint(run_dir: str | Path, model: BaseAlgorithm, state: Mapping[str, Any]) -> Path:
+    """
+    Write a checkpoint of ``model`` and the harness's ``state`` (JSON-able) into ``run_dir``, atomically.
+
+    :return: The new checkpoint folder
+    :raises ValueError: for a replay buffer this module cannot write without pickle (HER's)
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    previous = latest_checkpoint(run_dir)
+    number = int(previous.name.rpartition("-")[2]) + 1 if previous is not None else 0
+    folder = run_dir / f"ckpt-{number}"
+    shutil.rmtree(folder, ignore_errors=True)  # an incomplete folder of a process killed while writing it
+    folder.mkdir()
+    model.save(folder / "model.zip", exclude=list(TRANSIENT_MODEL_ATTRIBUTES))
+    buffer = getattr(model, "replay_buffer", None)
+    if buffer is not None:
+        if type(buffer) in (ReplayBuffer, DictReplayBuffer):
+            np.savez(folder / "replay.npz", allow_pickle=False, **_sb3_replay_arrays(buffer))
+        elif hasattr(model, "save_replay_buffer") and type(model).__module__.startswith("sb3_pcl"):
+            model.save_replay_buffer(folder / "replay.npz")  # type: ignore[attr-defined]  # this package's npz
+        else:
+            raise ValueError(f"Cannot checkpoint a {type(buffer).__name__} without pickle: no resumable runs for it")
+    normalize = model.get_vec_normalize_env()
+    if isinstance(normalize, VecNormalize):
+        arrays = {**_rms_arrays("obs_rms", normalize.obs_rms), **_rms_arrays("ret_rms", normalize.ret_rms)}
+        np.savez(folder / "vecnormalize.npz", allow_pickle=False, returns=normalize.returns, **arrays)
+    np.savez(folder / "rng.npz", allow_pickle=False, **_rng_arrays())
+    (folder / STATE_FILENAME).write_text(json.dumps(state, indent=1) + "\n")
+    _fsync_folder(folder)
+    _replace_text(run_dir / LATEST_FILENAME, folder.name + "\n")
+    for old in run_dir.glob("ckpt-*"):
+        if old != folder and re.fullmatch(r"ckpt-\d+", old.name):
+            shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def restore_checkpoint(run_dir: str | Path, model: BaseAlgorithm) -> tuple[BaseAlgorithm, dict[str, Any]] | None:
+    """
+    Load the run's last checkpoint into a model built for the same run (same algorithm, entry and envs).
+
+    The model is reloaded with ``type(model).load`` on ``model``'s training env, then its replay buffer, the env's
+    ``VecNormalize`` statistics and the random states are restored. The envs are reset at the next ``learn`` call
+    (the episodes that were running are restarted; reseed the env to make them new ones).
+
+    :param run_dir: The run's checkpoint folder
+    :param model: The freshly built model of the run (its env is reused)
+    :return: The restored model and the harness's state, ``None`` without a checkpoint
+    """
+    folder = latest_checkpoint(run_dir)
+    if folder is None:
+        return None
+    env = model.get_env()
+    assert isinstance(env, VecEnv), "the model must have its training env"
+    restored = type(model).load(folder / "model.zip", env=env, device=model.device)
+    if (folder / "replay.npz").is_file():
+        buffer = getattr(restored, "replay_buffer", None)
+        if buffer is not None and type(buffer) in (ReplayBuffer, DictReplayBuffer):
+            with np.load(folder / "replay.npz", allow_pickle=False) as data:
+                _set_sb3_replay(buffer, {key: data[key] for key in data.files}, str(folder / "replay.npz"))
+        else:
+            restored.load_replay_buffer(folder / "replay.npz")  # type: ignore[attr-defined]
+    normalize = restored.get_vec_normalize_env()
+    if isinstance(normalize, VecNormalize) and (folder / "vecnormalize.npz").is_file():
+        with np.load(folder / "vecnormalize.npz", allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+        _set_rms("obs_rms", normalize.obs_rms, arrays)
+        _set_rms("ret_rms", normalize.ret_rms, arrays)
+        normalize.returns = arrays["returns"]
+    restored._last_obs = None  # type: ignore[assignment]  # the next learn() resets the envs: running episodes restart
+    with np.load(folder / "rng.npz", allow_pickle=False) as data:
+        _set_rng({key: data[key] for key in data.files})
+    return restored, json.loads((folder / STATE_FILENAME).read_text())
+
+
+def remove_checkpoints(run_dir: str | Path) -> None:
+    """Delete a run's checkpoints (once its results are written)."""
+    shutil.rmtree(run_dir, ignore_errors=True)
