@@ -162,7 +162,8 @@ def test_every_block_has_a_language_the_test_knows():
 
 
 def test_pages_stay_short():
-    assert len((ROOT / "README.md").read_text().splitlines()) <= 150
+    # the README's results table (written by benchmarks/readme_results.py) takes a row per comparison
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 170
     for page in PAGES[1:]:
         assert len(page.read_text().splitlines()) <= 400, page.name
 
@@ -286,7 +287,8 @@ def shell_commands(code: str) -> Iterator[list[str]]:
 
 
 def with_tiny_budgets(words: list[str], out_dir: Path) -> list[str]:
-    """:return: the command with its budget options made tiny (and a benchmark's output redirected to ``out_dir``)"""
+    """:return: the command with its budget options made tiny (and a benchmark's ``--out`` folder moved under
+    ``out_dir``: the harness refuses to write into a folder holding another invocation's results)"""
     if words[0] == "optuna":
         return words
     module = words[2]
@@ -300,7 +302,7 @@ def with_tiny_budgets(words: list[str], out_dir: Path) -> list[str]:
     result = words[:3]
     for option, *values in groups:
         if module == "benchmarks.run" and option == "--out":
-            values = [str(out_dir)]
+            values = [str(out_dir / values[0])]
         elif option in options and values:
             replacement = options[option]
             values = values[:1] if replacement is None else [replacement]
@@ -315,7 +317,7 @@ def test_tiny_budgets_rewrite_only_the_budget_options(tmp_path):
     command = "python -m benchmarks.run --algos pcl ppo --envs CartPole-v1 --seeds 0 1 2 --steps 100000 --out results/x"
     assert with_tiny_budgets(command.split(), tmp_path) == [
         *shlex.split("python -m benchmarks.run --algos pcl ppo --envs CartPole-v1 --seeds 0 --steps 600 --out"),
-        str(tmp_path),
+        str(tmp_path / "results" / "x"),
         "--workers",
         "1",
     ]

@@ -1,0 +1,394 @@
+"""
+README.md's results table, computed from the committed ``benchmarks/results/*/evaluations.csv``.
+
+``python -m benchmarks.readme_results`` rewrites the table between the two markers of README.md's Results section and
+prints, for every cell, the file and the rows behind it with their per-seed values. ``--check`` rewrites nothing and
+exits with 1 when README.md differs from what the data gives (the test suite runs it).
+
+Statistics, the same for every row: *mean [low, high]* is the mean over seeds with a 95% percentile bootstrap interval
+of the mean (10,000 resamples, a fixed generator seed, so the table is reproducible); *p* is the two-sided permutation
+test of the difference of the two means (exact: every split of the pooled seeds). A difference with p >= 0.05 is
+written "not distinguishable".
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import functools
+import itertools
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+README = REPO_ROOT / "README.md"
+RESULTS = Path("benchmarks") / "results"
+BEGIN = "<!-- results table: python -m benchmarks.readme_results writes it from benchmarks/results; do not edit -->"
+END = "<!-- end of the results table -->"
+#: bootstrap resamples of the mean, and the generator seed that makes the intervals reproducible
+BOOTSTRAP_SAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+#: above this many splits of the pooled seeds, the permutation test draws this many at random (fixed seed)
+EXACT_PERMUTATION_LIMIT = 500_000
+SIGNIFICANCE = 0.05
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics
+# ----------------------------------------------------------------------------------------------
+
+
+def bootstrap_interval(values: npt.ArrayLike, level: float = 0.95) -> tuple[float, float]:
+    """
+    :param values: One value per seed
+    :param level: Coverage of the interval
+    :return: The percentile bootstrap interval of the mean
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size == 0 or not np.all(np.isfinite(data)):
+        raise ValueError(f"bootstrap_interval needs finite values, got {list(data)}")
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    means = data[rng.integers(0, data.size, size=(BOOTSTRAP_SAMPLES, data.size))].mean(axis=1)
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike) -> float:
+    """
+    :param first: One value per seed of the first algorithm
+    :param second: One value per seed of the second
+    :return: Two-sided p-value of the difference of the means: the fraction of the splits of the pooled values into
+        groups of the same sizes whose difference is at least as large in magnitude as the observed one
+    """
+    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if a.size == 0 or b.size == 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError(f"permutation_p_value needs finite values in both groups, got {list(a)} and {list(b)}")
+    pooled = np.concatenate([a, b])
+    observed = abs(a.mean() - b.mean())
+    if math.comb(pooled.size, a.size) <= EXACT_PERMUTATION_LIMIT:
+        groups = np.array(list(itertools.combinations(range(pooled.size), a.size)))
+    else:
+        rng = np.random.default_rng(BOOTSTRAP_SEED)
+        groups = np.argsort(rng.random((EXACT_PERMUTATION_LIMIT, pooled.size)), axis=1)[:, : a.size]
+    sums = pooled[groups].sum(axis=1)
+    differences = np.abs(sums / a.size - (pooled.sum() - sums) / b.size)
+    return float(np.mean(differences >= observed - 1e-9 * max(1.0, observed)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The committed runs
+# ----------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def load_evaluations(folder: str) -> pd.DataFrame:
+    """:return: ``benchmarks/results/<folder>/evaluations.csv``"""
+    return pd.read_csv(REPO_ROOT / RESULTS / folder / "evaluations.csv")
+
+
+def seed_list(seeds: Sequence[int]) -> str:
+    """:return: ``0-4`` for consecutive seeds, else ``0, 2, 5``"""
+    seeds = sorted(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(str(seed) for seed in seeds)
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The runs of one algorithm (as named in the CSV's ``algo`` column) on one env in a committed results folder."""
+
+    folder: str
+    algo: str
+    env: str
+
+    @functools.cached_property
+    def frame(self) -> pd.DataFrame:
+        frame = load_evaluations(self.folder)
+        rows = frame[(frame["algo"] == self.algo) & (frame["env"] == self.env)]
+        if rows.empty:
+            raise ValueError(f"{self.csv} has no rows with algo={self.algo} and env={self.env}")
+        return rows.sort_values(["seed", "timesteps"])
+
+    @property
+    def csv(self) -> str:
+        return (RESULTS / self.folder / "evaluations.csv").as_posix()
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted(int(seed) for seed in self.frame["seed"].unique())
+
+    def describe(self) -> str:
+        """:return: The file and the rows, e.g. ``.../mujoco/evaluations.csv [algo=trpo, env=Ant-v5, seeds 0-4]``"""
+        return f"{self.csv} [algo={self.algo}, env={self.env}, seeds {seed_list(self.seeds)}]"
+
+    def finals(self) -> pd.Series:
+        """:return: Per seed, the return of the last evaluation"""
+        return self.frame.groupby("seed")["mean_return"].last()
+
+    def best_at_start(self) -> pd.Series:
+        """:return: Per seed, whether the best evaluation is the one of the untrained policy (step 0)"""
+        best = self.frame.loc[self.frame.groupby("seed")["mean_return"].idxmax()]
+        return best.set_index("seed")["timesteps"] == 0
+
+    def first_reaching(self, threshold: float, column: str) -> pd.Series:
+        """:return: Per seed, ``column`` at the first evaluation after step 0 with a return >= threshold (NaN if none)"""
+        after_start = self.frame[self.frame["timesteps"] > 0]
+        reached = after_start[after_start["mean_return"] >= threshold].groupby("seed")[column].first()
+        return reached.reindex(self.seeds).astype(float)
+
+    def solved(self, threshold: float) -> int:
+        """:return: How many seeds reach the threshold at some evaluation after step 0"""
+        return int(self.first_reaching(threshold, "timesteps").notna().sum())
+
+
+# ----------------------------------------------------------------------------------------------
+# Cells
+# ----------------------------------------------------------------------------------------------
+
+
+def number(value: float) -> str:
+    """:return: A return or a time as the table shows it (3 significant digits, at least the units)"""
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.2g}" if abs(value) < 10 else f"{value:.1f}"
+
+
+def steps(value: float) -> str:
+    """:return: ``940k``, ``2.16M``"""
+    if value >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    return f"{value / 1e3:.3g}k"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """What a row measures per seed, and how to show it."""
+
+    label: str
+    values: Callable[[Runs], pd.Series]
+    show: Callable[[float], str] = number
+    higher_is_better: bool = True
+    median_first: bool = False
+
+
+FINAL = Quantity("final return", Runs.finals)
+
+
+def to_threshold(threshold: float, column: str, label: str, show: Callable[[float], str]) -> Quantity:
+    """:return: The steps or seconds to the first evaluation at or above ``threshold`` (lower is better)"""
+    return Quantity(
+        label, lambda runs: runs.first_reaching(threshold, column), show, higher_is_better=False, median_first=True
+    )
+
+
+def summary(values: pd.Series, quantity: Quantity) -> str:
+    """:return: ``mean [low, high]`` (with the median first for times), or how many seeds have a value"""
+    finite = values.dropna()
+    if len(finite) < len(values):
+        return f"{len(finite)}/{len(values)} seeds reach it" + (
+            f", median of those {quantity.show(float(finite.median()))}" if len(finite) else ""
+        )
+    low, high = bootstrap_interval(finite.to_numpy())
+    text = f"{quantity.show(float(finite.mean()))} [{quantity.show(low)}, {quantity.show(high)}]"
+    if quantity.median_first:
+        return f"median {quantity.show(float(finite.median()))}, mean {text}"
+    return text
+
+
+def difference(ours: pd.Series, baseline: pd.Series, quantity: Quantity, names: tuple[str, str]) -> str:
+    """:return: Who is ahead and the permutation p-value, or "not distinguishable" """
+    if ours.isna().any() or baseline.isna().any():
+        return "not compared: some seeds never reach it"
+    p_value = permutation_p_value(ours.to_numpy(), baseline.to_numpy())
+    smallest = permutation_p_value(np.arange(len(ours)) + len(ours) + len(baseline), np.arange(len(baseline)))
+    if smallest >= SIGNIFICANCE:
+        return f"not distinguishable (p = {p_value:.2f}; with {len(ours)} against {len(baseline)} seeds p >= {smallest:.2f})"
+    if p_value >= SIGNIFICANCE:
+        return f"not distinguishable (p = {p_value:.2f})"
+    ahead = (ours.mean() > baseline.mean()) == quantity.higher_is_better
+    return f"{names[0] if ahead else names[1]} ahead (p = {p_value:.2g})"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: an algorithm of ours against a baseline, the same quantity over each one's seeds."""
+
+    algorithm: str
+    task: str
+    ours: Runs
+    baseline_name: str
+    baseline: Runs
+    quantity: Quantity
+    table: str
+    ours_note: str = ""
+    baseline_note: str = ""
+    #: the Difference cell of a row that compares nothing (instead of the test)
+    no_comparison: str = ""
+
+    def cells(self) -> tuple[list[str], list[str]]:
+        """:return: The row's cells, and one line per cell naming the data behind it with its per-seed values"""
+        ours, baseline = self.quantity.values(self.ours), self.quantity.values(self.baseline)
+        seeds = f"{len(ours)}: {seed_list(self.ours.seeds)}"
+        if self.baseline.seeds != self.ours.seeds:
+            seeds += f" (baseline {len(baseline)}: {seed_list(self.baseline.seeds)})"
+        name = self.algorithm.split(" (")[0]
+        verdict = self.no_comparison or difference(ours, baseline, self.quantity, (name, self.baseline_name))
+        cells = [
+            self.algorithm,
+            f"{self.task}: {self.quantity.label}",
+            seeds,
+            summary(ours, self.quantity) + self.ours_note,
+            f"{self.baseline_name} {summary(baseline, self.quantity)}{self.baseline_note}",
+            verdict,
+            self.table,
+        ]
+        sources = [
+            f"{self.algorithm} | {self.task} | {self.quantity.label}: {runs.describe()}, per seed "
+            + ", ".join("-" if math.isnan(value) else self.quantity.show(value) for value in values)
+            for runs, values in ((self.ours, ours), (self.baseline, baseline))
+        ]
+        return cells, sources
+
+
+def link(folder: str) -> str:
+    """:return: A markdown link to a results folder's results.md, relative to README.md"""
+    return f"[{folder}]({(RESULTS / folder / 'results.md').as_posix()})"
+
+
+def ant_note() -> str:
+    """:return: TRPO's Ant runs, whose best evaluation is mostly the untrained policy's"""
+    at_start = Runs("mujoco", "trpo", "Ant-v5").best_at_start()
+    return f"; best evaluation at step 0 on {int(at_start.sum())} of {len(at_start)} seeds"
+
+
+#: the folders of PCL's and PPO's final returns on Acrobot-v1 and Pendulum-v1 (``speed/learning`` holds the runs of
+#: PCL's current Pendulum entry on seeds 0-2, ``classic`` the baselines' and PCL's Acrobot entry's)
+CLASSIC_FINALS = {"Acrobot-v1": ("classic", "classic"), "Pendulum-v1": ("speed/learning", "classic")}
+
+
+def rows() -> list[Row]:
+    """:return: The table's rows, top to bottom"""
+    fresh, mujoco, recurrent = "classic_fresh", "mujoco", "recurrent"
+    steps_to_475 = to_threshold(475.0, "timesteps", "env steps to 475", steps)
+    cpu_to_475 = to_threshold(475.0, "cpu_time_s", "CPU seconds of training to 475", lambda value: f"{value:.2g} s")
+    classic = [
+        Row("PCL", f"CartPole-v1, {budget}", Runs(fresh, "pcl", "CartPole-v1"), "PPO", Runs(fresh, "ppo", "CartPole-v1"),
+            quantity, link(fresh))
+        for budget, quantity in (("100k", steps_to_475), ("100k", cpu_to_475))
+    ] + [
+        Row("PCL", f"{env}, 100k", Runs(ours, "pcl", env), "PPO", Runs(baseline, "ppo", env), FINAL,
+            ", ".join(link(folder) for folder in dict.fromkeys((ours, baseline))))
+        for env, (ours, baseline) in CLASSIC_FINALS.items()
+    ]  # fmt: skip
+    fixed = "Trust-PCL (fixed λ)"
+    trust = [
+        Row(fixed, f"{env}, 1M", Runs(mujoco, "trust_pcl", env), "TRPO", Runs(mujoco, "trpo", env), FINAL, link(mujoco))
+        for env in ("HalfCheetah-v5", "Hopper-v5", "Swimmer-v5", "Walker2d-v5")
+    ] + [
+        Row("Trust-PCL (adaptive λ)", "Ant-v5, 1M", Runs(mujoco, "trust_pcl", "Ant-v5"), "TRPO",
+            Runs(mujoco, "trpo", "Ant-v5"), FINAL, link(mujoco), ours_note="; stands still, does not walk",
+            baseline_note=f"; falls{ant_note()}", no_comparison="no comparison: neither walks"),
+    ]  # fmt: skip
+    recurrent_rows = [
+        Row("Recurrent PCL", f"{env}, 100k", Runs(recurrent, "recurrent_pcl", env), "RecurrentPPO",
+            Runs(recurrent, "recurrentppo", env), FINAL, link(recurrent))
+        for env in ("CartPoleNoVel-v1", "PendulumNoVel-v1")
+    ]  # fmt: skip
+    return classic + trust + recurrent_rows
+
+
+ALGORITHMIC_TASKS = {"sb3_pcl/Copy-v0": 25.0, "sb3_pcl/DuplicatedInput-v0": 9.0, "sb3_pcl/Reverse-v0": 25.0}
+
+
+def algorithmic_rows() -> tuple[list[list[str]], list[str]]:
+    """:return: The algorithmic tasks' rows (seeds reaching the threshold; steps to it on Copy) and their sources"""
+    names = {"urex": "UREX", "reinforce": "Reinforce"}
+    solved = {algo: [Runs("algorithmic", algo, env).solved(value) for env, value in ALGORITHMIC_TASKS.items()]
+              for algo in names}  # fmt: skip
+    counts = {algo: ", ".join(f"{count}/3" for count in values) for algo, values in solved.items()}
+    tasks = " / ".join(env.split("/")[1].removesuffix("-v0") for env in ALGORITHMIC_TASKS)
+    sources = [
+        f"UREX, Reinforce | {tasks} | seeds reaching the threshold: {runs.describe()}, steps to it per seed "
+        + ", ".join("-" if math.isnan(value) else steps(value) for value in runs.first_reaching(threshold, "timesteps"))
+        for algo in names
+        for env, threshold in ALGORITHMIC_TASKS.items()
+        for runs in [Runs("algorithmic", algo, env)]
+    ]
+    copy = {algo: Runs("algorithmic", algo, "sb3_pcl/Copy-v0").first_reaching(25.0, "timesteps") for algo in names}
+    sources += [
+        f"Reinforce | Copy | steps to 25: {Runs('algorithmic', algo, 'sb3_pcl/Copy-v0').describe()}, per seed "
+        + ", ".join(steps(value) for value in values)
+        for algo, values in copy.items()
+    ]
+    table = link("algorithmic")
+    return [
+        ["UREX", f"{tasks}, 5M: seeds reaching gym's threshold", "3: 0-2", counts["urex"],
+         f"Reinforce {counts['reinforce']}", "3 seeds: no test", table],
+        ["Reinforce (MENT)", "Copy, 5M: env steps to the threshold", "3: 0-2",
+         f"median {steps(float(copy['reinforce'].median()))}", f"UREX median {steps(float(copy['urex'].median()))}",
+         "3 seeds: no test", table],
+    ], sources  # fmt: skip
+
+
+HEADER = ["Algorithm", "Task, budget: quantity", "Seeds", "sb3_pcl", "Baseline", "Difference", "Data"]
+
+
+def render() -> tuple[str, list[str]]:
+    """:return: The markdown table (between the markers) and the sources of its cells"""
+    lines, sources = [], []
+    for row in rows():
+        cells, row_sources = row.cells()
+        lines.append(cells)
+        sources += row_sources
+    extra, extra_sources = algorithmic_rows()
+    lines += extra
+    sources += extra_sources
+    table = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    table += ["| " + " | ".join(cells) + " |" for cells in lines]
+    return "\n".join([BEGIN, *table, END]), sources
+
+
+def replace_table(readme: str, table: str) -> str:
+    """:return: ``readme`` with the text from :data:`BEGIN` to :data:`END` replaced by ``table``"""
+    start, end = readme.find(BEGIN), readme.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md must hold the markers {BEGIN!r} and {END!r} (in this order)")
+    return readme[:start] + table + readme[end + len(END) :]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: Command line arguments (default: ``sys.argv[1:]``)
+    :return: Exit code: 0, or 1 with ``--check`` when README.md's table differs from the data
+    """
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.readme_results", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit with 1 when README.md differs; write nothing")
+    parser.add_argument("--readme", type=Path, default=README, help="the README to update (default: the repository's)")
+    args = parser.parse_args(argv)
+    current = args.readme.read_text()
+    table, sources = render()
+    updated = replace_table(current, table)
+    if args.check:
+        if updated == current:
+            print(f"{args.readme}: the results table matches the committed data")
+            return 0
+        diff = difflib.unified_diff(current.splitlines(), updated.splitlines(), "README.md", "from the data", lineterm="")
+        print("\n".join(diff))
+        print(f"{args.readme} differs from the data: run python -m benchmarks.readme_results", file=sys.stderr)
+        return 1
+    args.readme.write_text(updated)
+    print("\n".join(sources))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

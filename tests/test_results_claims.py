@@ -1,0 +1,118 @@
+"""The published numbers: README.md's results table against the committed data, and the harness's refusal to write over
+committed results."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import readme_results, run
+from benchmarks.readme_results import bootstrap_interval, permutation_p_value
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_readme_results_table_matches_the_committed_data(capsys: pytest.CaptureFixture[str]) -> None:
+    assert readme_results.main(["--check"]) == 0, capsys.readouterr().out
+
+
+def test_check_fails_on_a_changed_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = tmp_path / "README.md"
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index(readme_results.BEGIN) : text.index(readme_results.END)]
+    changed = re.sub(r"\b6432\b|\b\d{4}\b", "1234", table, count=1)
+    assert changed != table
+    readme.write_text(text.replace(table, changed))
+    assert readme_results.main(["--check", "--readme", str(readme)]) == 1
+    assert "1234" in capsys.readouterr().out
+    # without --check the table is rewritten from the data, and the file then passes
+    assert readme_results.main(["--readme", str(readme)]) == 0
+    assert readme.read_text() == text
+    readme.write_text("# no markers\n")
+    with pytest.raises(ValueError, match="markers"):
+        readme_results.main(["--check", "--readme", str(readme)])
+
+
+def test_permutation_p_value_against_hand_counts() -> None:
+    # 3 vs 3, fully separated: 2 of the 20 splits are as extreme (the observed one and its mirror)
+    assert permutation_p_value([4.0, 5.0, 6.0], [1.0, 2.0, 3.0]) == pytest.approx(2 / 20)
+    # identical groups: every split is at least as extreme
+    assert permutation_p_value([1.0, 2.0], [1.0, 2.0]) == 1.0
+    # 5 vs 5 fully separated: 2 of 252
+    assert permutation_p_value(np.arange(5) + 10.0, np.arange(5)) == pytest.approx(2 / 252)
+    with pytest.raises(ValueError, match="finite"):
+        permutation_p_value([1.0, float("nan")], [2.0])
+
+
+def test_bootstrap_interval() -> None:
+    low, high = bootstrap_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert 1.0 < low < 3.0 < high < 5.0
+    assert bootstrap_interval([2.0, 2.0, 2.0]) == (2.0, 2.0)
+    with pytest.raises(ValueError, match="finite"):
+        bootstrap_interval([])
+
+
+def test_no_documented_command_writes_into_the_committed_results() -> None:
+    offending = [
+        f"{page.relative_to(ROOT)}: {match[0]}"
+        for page in PAGES
+        for match in re.finditer(r"--out\s+benchmarks/results\S*", page.read_text())
+    ]
+    assert not offending
+
+
+def _results_folder(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "evaluations.csv").write_text("algo,env,seed,timesteps,mean_return\n")
+    return folder
+
+
+GRID = ["--algos", "ppo", "--envs", "CartPole-v1", "--steps", "64", "--quiet"]
+
+
+def test_refuses_a_folder_holding_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    out = _results_folder(tmp_path / "done")
+    with pytest.raises(SystemExit) as excinfo:
+        run.main([*GRID, "--out", str(out)])
+    assert excinfo.value.code == 2
+    assert "already holds results (evaluations.csv)" in capsys.readouterr().err
+    assert run.refusal_to_write(tmp_path / "new", skip_existing=False) is None
+    assert run.refusal_to_write(tmp_path, skip_existing=False) is None  # a folder without results
+    # resuming an uncommitted folder needs no --force
+    assert run.refusal_to_write(out, skip_existing=True) is None
+
+    class Reached(Exception):
+        pass
+
+    def reached(*args, **kwargs):
+        raise Reached
+
+    monkeypatch.setattr(run, "run_grid", reached)
+    for extra in (["--force"], ["--skip-existing"]):
+        with pytest.raises(Reached):
+            run.main([*GRID, "--out", str(out), *extra])
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_refuses_a_folder_tracked_by_git_even_when_resuming(tmp_path: Path) -> None:
+    out = _results_folder(tmp_path / "benchmarks" / "results" / "suite")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "results"], check=True)
+    refusal = run.refusal_to_write(out, skip_existing=True)
+    assert refusal is not None and "tracked by git" in refusal and "--force" in refusal
+    with pytest.raises(SystemExit):
+        run.main([*GRID, "--out", str(out), "--skip-existing"])
+    # paths relative to the folder asked about
+    assert run.git_tracked_files(tmp_path / "benchmarks") == ["results/suite/evaluations.csv"]
+
+
+def test_the_committed_results_are_refused() -> None:
+    if not run.git_tracked_files(ROOT / "benchmarks" / "results" / "classic"):
+        pytest.skip("not a git checkout")
+    assert run.refusal_to_write(ROOT / "benchmarks" / "results" / "classic", skip_existing=True) is not None
