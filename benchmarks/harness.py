@@ -455,7 +455,7 @@ class BudgetEvalCallback(BaseCallback):
     :param checkpoint_dir: Folder of the run's checkpoints (``None``: no checkpoints)
     :param checkpoint_every: Checkpoint interval in seconds of training CPU time
     :param stop_below: ``(by_steps, value)``: stop at the first evaluation at or past ``by_steps`` steps if the best
-        evaluation so far is below ``value`` (``stopped_by_rule``)
+        evaluation after step 0 so far is below ``value`` (``stopped_by_rule``)
     """
 
     def __init__(
@@ -604,7 +604,7 @@ class BudgetEvalCallback(BaseCallback):
         """:return: Whether ``stop_below`` stops the run at its last evaluation"""
         if self.stop_below is None or self.records[-1]["timesteps"] < self.stop_below[0]:
             return False
-        best = max((record["mean_return"] for record in self.records), default=-math.inf)
+        best = max((record["mean_return"] for record in self.records if record["timesteps"] > 0), default=-math.inf)
         return not best >= self.stop_below[1]
 
     def evaluate(self) -> dict[str, float]:

@@ -16,6 +16,7 @@ from benchmarks import harness
 from benchmarks.run import main, parse_thresholds
 
 RESULTS_DIR = harness.REPO_ROOT / "benchmarks" / "results"
+CAMPAIGNS_DIR = harness.REPO_ROOT / "benchmarks" / "campaigns"
 #: harness result folders (``speed/learning``: the learning runs redone after the speed work of issue #34;
 #: ``mujoco/wall_clock``: the equal-wall-clock comparison of issue #35)
 SUITES = ("classic", "mujoco", "algorithmic", "recurrent", "speed/learning", "mujoco/wall_clock")
@@ -442,7 +443,10 @@ def _committed_runs() -> list[dict[str, Any]]:
 def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
     """A variant file exists only while a committed result needs it; every committed variant run has its file."""
     top_level = {suite.split("/")[0] for suite in SUITES + TOOL_SUITES}
-    assert sorted(path.name for path in RESULTS_DIR.iterdir()) == sorted(top_level)
+    # and the folders of the campaigns (benchmarks/campaigns/*.yml), which exist once written or run
+    campaigns = {Path(yaml.safe_load(path.read_text())["out"]).name for path in CAMPAIGNS_DIR.glob("*.yml")}
+    names = {path.name for path in RESULTS_DIR.iterdir()}
+    assert top_level <= names and names - top_level <= campaigns, sorted(names - top_level - campaigns)
     for suite in TOOL_SUITES:
         assert (RESULTS_DIR / suite / "results.md").is_file()
     for suite in SUITES:

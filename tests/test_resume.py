@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch as th
+from run_testing import Crash, CrashAt
 from stable_baselines3.common.callbacks import BaseCallback
 
 from benchmarks import checkpoint, harness
@@ -26,23 +27,6 @@ CASES = [
     ("pcl", "CartPole-v1", 1800, 1500, 0.003),
     ("sac", "Pendulum-v1", 300, 200, 0.2),
 ]
-
-
-class Crash(RuntimeError):
-    pass
-
-
-class CrashAt(BaseCallback):
-    """Raise at the first step at or past ``steps`` (a process killed mid-run)."""
-
-    def __init__(self, steps: int):
-        super().__init__()
-        self.steps = steps
-
-    def _on_step(self) -> bool:
-        if self.num_timesteps >= self.steps:
-            raise Crash(f"stopped at {self.num_timesteps}")
-        return True
 
 
 def _snapshot(model: Any) -> dict[str, np.ndarray]:

@@ -1,0 +1,620 @@
+"""
+Campaigns: long benchmark grids written down as a YAML file, run in the background, resumable at any moment.
+
+A campaign file (``benchmarks/campaigns/*.yml``, see ``benchmarks/README.md``)::
+
+    out: benchmarks/results/cpu_hour            # folder of the results (relative to the working directory)
+    eval: {every_cpu_seconds: 300, episodes: 10}   # and/or every_steps; at_start (default true)
+    checkpoint_every: 300                       # CPU seconds between checkpoints (default 300)
+    report: {cpu_seconds: [900, 1800, 3600]}    # marks of the report's table (or steps: [...])
+    runs:
+      - {algo: trust_pcl, env: HalfCheetah-v5, seeds: [0, 1, 2], cpu_seconds: 3600}
+      - {algo: trust_pcl, envs: [Hopper-v5, Ant-v5], seeds: [0], steps: 10000000, entry: Ant-v5,
+         stop_below: {by_steps: 3000000, best_return: 951}}
+
+Commands::
+
+    python -m benchmarks.campaign run FILE [--workers N]   # run what is unfinished, resuming partial runs
+    python -m benchmarks.campaign status FILE              # done / stopped / partial / to do, CPU-hours
+    python -m benchmarks.campaign report FILE              # results.md and plots from evaluations.csv
+
+Each run is one :class:`benchmarks.harness.RunTask` trained by :func:`benchmarks.harness.run_experiment` (rl-zoo3's
+``ExperimentManager`` builds the model): CPU-time or step budget, checkpoints outside the work tree, resume. After
+every evaluation a worker rewrites the run's rows of ``<out>/evaluations.csv`` (under a file lock, through a
+temporary file and a rename: a kill at any moment leaves a whole file); a finished run enters
+``<out>/run_metadata.json`` with its status (``done``, or ``stopped`` by its stop rule) and its checkpoints are
+deleted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import functools
+import json
+import logging
+import math
+import os
+import shlex
+import sys
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from benchmarks import harness
+from benchmarks.checkpoint import default_checkpoint_root, read_state, remove_checkpoints
+
+logger = logging.getLogger(__name__)
+
+#: Columns of a campaign's ``evaluations.csv``: the harness's, then the git revision that wrote the row
+COLUMNS = (*harness.EVAL_COLUMNS, "git")
+SUMMARY_FILENAME = "results.md"
+LOCK_FILENAME = ".lock"
+RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
+RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below"}
+CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
+#: Bootstrap resamples of the report's 95% intervals (fixed seed: the report is reproducible)
+BOOTSTRAP_REPS = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Campaign:
+    """
+    A parsed campaign file.
+
+    :param path: The file
+    :param out: Output folder
+    :param tasks: The runs, in the order they run (seed by seed, in the file's order within a seed)
+    :param report_marks: ``("cpu_time_s" | "timesteps", marks)`` of the report's table
+    :param notes: Free text put at the top of the report
+    """
+
+    path: Path
+    out: Path
+    tasks: tuple[harness.RunTask, ...]
+    report_marks: tuple[str, tuple[float, ...]]
+    notes: str = ""
+
+
+def _positive(value: Any, what: str, kind: type = float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a positive number, got {value!r}")
+    if kind is int and int(value) != value:
+        raise ValueError(f"{what} must be a whole number, got {value!r}")
+    return kind(value)
+
+
+def load_campaign(path: str | Path, checkpoint_root: str | Path | None = None) -> Campaign:
+    """
+    Read and check a campaign file (every algorithm, variant and hyperparameter entry must exist).
+
+    :param path: The YAML file
+    :param checkpoint_root: Folder of the checkpoints (default :func:`benchmarks.checkpoint.default_checkpoint_root`)
+    :return: The campaign
+    :raises ValueError: naming the file and the problem
+    """
+    path = Path(path)
+    try:
+        spec = yaml.safe_load(path.read_text())
+        return _parse(path, spec, Path(checkpoint_root) if checkpoint_root is not None else default_checkpoint_root())
+    except (ValueError, TypeError, KeyError, FileNotFoundError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
+def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
+    if not isinstance(spec, dict) or not {"out", "eval", "runs"} <= set(spec):
+        raise ValueError("a campaign is a mapping with at least 'out', 'eval' and 'runs'")
+    unknown = set(spec) - CAMPAIGN_KEYS
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)}; allowed: {sorted(CAMPAIGN_KEYS)}")
+    evaluation = spec["eval"]
+    if not isinstance(evaluation, dict) or not {"every_cpu_seconds", "every_steps"} & set(evaluation):
+        raise ValueError("'eval' needs every_cpu_seconds and/or every_steps (and episodes)")
+    eval_cpu = evaluation.get("every_cpu_seconds")
+    eval_cpu = None if eval_cpu is None else _positive(eval_cpu, "eval.every_cpu_seconds")
+    eval_steps = evaluation.get("every_steps")
+    eval_freq = harness.TIME_BUDGET_STEP_CAP if eval_steps is None else _positive(eval_steps, "eval.every_steps", int)
+    out = Path(spec["out"])
+    checkpoint_every = _positive(spec.get("checkpoint_every", harness.CHECKPOINT_EVERY), "checkpoint_every")
+    common = {
+        "eval_freq": eval_freq,
+        "n_eval_episodes": _positive(evaluation.get("episodes", 10), "eval.episodes", int),
+        "eval_at_start": bool(evaluation.get("at_start", True)),
+        "eval_cpu_seconds": eval_cpu,
+        "out_dir": str(out),
+        "checkpoint_every": checkpoint_every,
+    }
+    if not isinstance(spec["runs"], list) or not spec["runs"]:
+        raise ValueError("'runs' must be a non-empty list")
+    blocks = []
+    for index, run in enumerate(spec["runs"]):
+        try:
+            blocks.append(_parse_run(run, spec, common))
+        except (ValueError, TypeError, KeyError, FileNotFoundError, ImportError) as exc:
+            raise ValueError(f"runs[{index}]: {exc}") from exc
+    seeds = sorted({seed for block in blocks for seed, _ in block})
+    tasks = [task for seed in seeds for block in blocks for task_seed, task in block if task_seed == seed]
+    names = [task.name for task in tasks]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"runs listed twice: {', '.join(duplicates)}")
+    tasks = [
+        dataclasses.replace(
+            task, checkpoint_dir=harness.run_checkpoint_dir(checkpoint_root, out, task.algo, task.env, task.seed)
+        )
+        for task in tasks
+    ]
+    return Campaign(path, out, tuple(tasks), _report_marks(spec.get("report"), tasks), str(spec.get("notes", "")))
+
+
+def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any]) -> list[tuple[int, harness.RunTask]]:
+    """:return: ``(seed, task)`` of every seed and env of one entry of ``runs``"""
+    if not isinstance(run, dict):
+        raise ValueError(f"each run is a mapping, got {run!r}")
+    unknown = set(run) - RUN_KEYS
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)}; allowed: {sorted(RUN_KEYS)}")
+    if ("cpu_seconds" in run) == ("steps" in run):
+        raise ValueError("give exactly one budget: cpu_seconds or steps")
+    envs = run["envs"] if "envs" in run else [run["env"]]
+    if not isinstance(envs, list) or not envs or not all(isinstance(env, str) for env in envs):
+        raise ValueError(f"env / envs must be env ids, got {envs!r}")
+    seeds = run["seeds"]
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise ValueError(f"seeds must be a list of integers, got {seeds!r}")
+    stop_below = run.get("stop_below")
+    if stop_below is not None:
+        if not isinstance(stop_below, dict) or set(stop_below) != {"by_steps", "best_return"}:
+            raise ValueError(f"stop_below must be {{by_steps: N, best_return: VALUE}}, got {stop_below!r}")
+        stop_below = (_positive(stop_below["by_steps"], "stop_below.by_steps", int), float(stop_below["best_return"]))
+    cpu_budget = None if "cpu_seconds" not in run else _positive(run["cpu_seconds"], "cpu_seconds")
+    steps = run.get("steps", run.get("max_steps", harness.TIME_BUDGET_STEP_CAP))
+    hyperparams_dir = run.get("hyperparams_dir", spec.get("hyperparams_dir"))
+    zoo_v4_entries = bool(run.get("zoo_v4_entries", spec.get("zoo_v4_entries", False)))
+    algo = str(run["algo"])
+    harness.get_algorithm_class(algo)
+    tasks = []
+    for env in envs:
+        file, key = harness.resolve_entry(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))
+        content = yaml.safe_load(file.read_text()) or {}
+        if key not in content:
+            raise ValueError(f"{file} has no entry for {env} (nor a default one); see zoo_v4_entries and entry")
+        if key == "default" and harness.zoo_v4_id(env) in content:  # the untuned default where a tuned entry exists
+            raise ValueError(
+                f"{file} has no entry for {env} but one for {harness.zoo_v4_id(env)}: give zoo_v4_entries: true to run "
+                "that tuned entry (or entry: default to run the untuned default on purpose)"
+            )
+        harness.load_hyperparams(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))  # a variant's too
+        for seed in seeds:
+            task = harness.RunTask(
+                algo,
+                env,
+                seed,
+                _positive(steps, "steps", int),
+                hyperparams_dir=None if hyperparams_dir is None else str(hyperparams_dir),
+                vec_env=run.get("vec_env"),
+                cpu_budget=cpu_budget,
+                zoo_v4_entries=zoo_v4_entries,
+                entry=run.get("entry"),
+                stop_below=stop_below,
+                **common,
+            )
+            tasks.append((seed, task))
+    return tasks
+
+
+def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, tuple[float, ...]]:
+    """:return: The clock and the marks of the report's table (default: 25%, 50%, 100% of the largest budget)"""
+    report = report or {}
+    if not isinstance(report, dict) or len(set(report) - {"cpu_seconds", "steps"}) or len(report) > 1:
+        raise ValueError(f"'report' takes one of cpu_seconds: [...] or steps: [...], got {report!r}")
+    if "cpu_seconds" in report:
+        return "cpu_time_s", tuple(_positive(mark, "report.cpu_seconds", float) for mark in report["cpu_seconds"])
+    if "steps" in report:
+        return "timesteps", tuple(_positive(mark, "report.steps", int) for mark in report["steps"])
+    cpu = [task.cpu_budget for task in tasks if task.cpu_budget is not None]
+    if cpu:
+        return "cpu_time_s", tuple(fraction * max(cpu) for fraction in harness.TIME_FRACTIONS)
+    return "timesteps", tuple(fraction * max(task.steps for task in tasks) for fraction in harness.TIME_FRACTIONS)
+
+
+# ---------------------------------------------------------------------------------------------------- files of a run
+@contextlib.contextmanager
+def _locked(task: harness.RunTask) -> Iterator[None]:
+    """Hold the campaign's lock (a file next to its checkpoints, outside the work tree) while writing its files."""
+    assert task.checkpoint_dir is not None
+    lock = Path(task.checkpoint_dir).parent / LOCK_FILENAME
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def read_evaluations(out: str | Path) -> pd.DataFrame:
+    """:return: A campaign's ``evaluations.csv`` (empty with :data:`COLUMNS` when there is none)"""
+    path = Path(out) / harness.EVALUATIONS_FILENAME
+    frame = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=list(COLUMNS))
+    return frame.reindex(columns=list(COLUMNS))
+
+
+def _is_run(frame: pd.DataFrame, task: harness.RunTask) -> pd.Series:
+    return (frame["algo"] == task.algo) & (frame["env"] == task.env) & (frame["seed"] == task.seed)
+
+
+def _row_keys(frame: pd.DataFrame) -> list[tuple[int, float]]:
+    """:return: What identifies an evaluation of a run: its step count and CPU time (rounded to a microsecond)"""
+    return [(int(steps), round(float(cpu), 6)) for steps, cpu in zip(frame["timesteps"], frame["cpu_time_s"], strict=True)]
+
+
+def store_rows(task: harness.RunTask, git: str, frame: pd.DataFrame) -> None:
+    """
+    Replace the run's rows of ``evaluations.csv`` by ``frame`` (all its evaluations so far: after a resume, rows
+    written after its checkpoint are dropped). Rows already there keep the git revision that wrote them.
+    """
+    out = Path(task.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with _locked(task):
+        old = read_evaluations(out)
+        mine = old[_is_run(old, task)]
+        known = dict(zip(_row_keys(mine), mine["git"], strict=True))
+        new = frame.reindex(columns=list(COLUMNS))
+        new["git"] = [known.get(key, git) for key in _row_keys(new)]
+        merged = pd.concat([part for part in (old[~_is_run(old, task)], new) if len(part)], ignore_index=True)
+        harness._atomic_write_csv(merged.reindex(columns=list(COLUMNS)), out / harness.EVALUATIONS_FILENAME)
+
+
+def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
+    """Record a finished run: its rows, then its entry in ``run_metadata.json`` (status ``done`` or ``stopped``)."""
+    import io
+
+    git = harness.machine_info()["git"]
+    store_rows(task, git, pd.read_csv(io.StringIO(csv_text)))
+    out = Path(task.out_dir)
+    with _locked(task):
+        everything = harness._read_json(out / harness.RUN_METADATA_FILENAME, {})
+        status = "stopped" if metadata.get("stopped_by_rule") else "done"
+        everything[task.name] = {**metadata, "status": status, "git": git, "finished": harness._now()}
+        text = json.dumps(dict(sorted(everything.items())), indent=2) + "\n"
+        harness._atomic_write_text(out / harness.RUN_METADATA_FILENAME, text)
+        (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
+
+
+def run_task(task: harness.RunTask) -> dict[str, Any]:
+    """Worker entry point: train one run (resuming it), store its rows as it goes and its result; never raises."""
+    git = harness.machine_info()["git"]
+    try:
+        frame, metadata = harness.run_experiment(task, functools.partial(store_rows, task, git))
+    except Exception:
+        return harness._record_failure(task, traceback.format_exc())
+    store_run(task, frame.to_csv(index=False), metadata)
+    if task.checkpoint_dir is not None:
+        remove_checkpoints(task.checkpoint_dir)
+    return harness._success(task.name, metadata)
+
+
+# ---------------------------------------------------------------------------------------------------- status
+def run_states(campaign: Campaign) -> pd.DataFrame:
+    """
+    :return: One row per run, in run order: ``name, algo, env, seed, state`` (``done``, ``stopped``, ``failed``,
+        ``partial`` or ``to do``), ``timesteps``, ``cpu_time_s`` (spent, as recorded), ``budget`` (``"3600 CPU-s"`` or
+        ``"10M steps"``), ``cpu_left_s`` (estimated; NaN when unknown) and ``last_return``
+    """
+    frame = read_evaluations(campaign.out)
+    metadata = harness._read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
+    rows = []
+    for task in campaign.tasks:
+        run = frame[_is_run(frame, task)].sort_values("timesteps")
+        state = read_state(task.checkpoint_dir) if task.checkpoint_dir else None
+        steps = max(int(run["timesteps"].max()) if len(run) else 0, state["timesteps"] if state else 0)
+        cpu = max(float(run["cpu_time_s"].max()) if len(run) else 0.0, state["cpu_time_s"] if state else 0.0)
+        if task.name in metadata:
+            status = metadata[task.name].get("status", "done")
+        elif (campaign.out / harness.RUNS_DIRNAME / f"{task.name}.err").is_file():
+            status = "failed"
+        else:
+            status = "partial" if len(run) or state else "to do"
+        rows.append(
+            {
+                "name": task.name,
+                "algo": task.algo,
+                "env": task.env,
+                "seed": task.seed,
+                "state": status,
+                "timesteps": steps,
+                "cpu_time_s": cpu,
+                "budget": f"{task.cpu_budget:g} CPU-s" if task.cpu_budget else f"{harness._steps(task.steps)} steps",
+                "cpu_left_s": 0.0 if status in ("done", "stopped") else _cpu_left(task, steps, cpu, frame),
+                "last_return": float(run["mean_return"].iloc[-1]) if len(run) else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _cpu_left(task: harness.RunTask, steps: int, cpu: float, frame: pd.DataFrame) -> float:
+    """:return: CPU seconds a run still needs: the rest of its CPU budget, or its steps left at the speed of its
+    (algo, env) so far; NaN when nothing of that (algo, env) has run yet"""
+    if task.cpu_budget is not None:
+        return max(task.cpu_budget - cpu, 0.0)
+    same = frame[(frame["algo"] == task.algo) & (frame["env"] == task.env) & (frame["cpu_time_s"] > 0)]
+    if not len(same):
+        return math.nan
+    last = same.sort_values("timesteps").groupby("seed").tail(1)
+    rate = float(last["timesteps"].sum() / last["cpu_time_s"].sum())
+    return max(task.steps - steps, 0) / rate if rate > 0 else math.nan
+
+
+def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
+    """:return: The text printed by ``status``: one line per run, then the totals"""
+    lines = [f"Campaign {campaign.path} -> {campaign.out}", ""]
+    width = max(len(name) for name in states["name"])
+    for row in states.itertuples():
+        last = "" if math.isnan(row.last_return) else f"  last return {row.last_return:.1f}"
+        lines.append(
+            f"{row.name:<{width}}  {row.state:<7}  {harness._steps(float(row.timesteps)):>6} steps  "
+            f"{row.cpu_time_s:>7.0f} CPU-s  (budget {row.budget}){last}"
+        )
+    counts = states["state"].value_counts()
+    summary = ", ".join(f"{counts.get(state, 0)} {state}" for state in ("done", "stopped", "partial", "failed", "to do"))
+    unknown = int(states["cpu_left_s"].isna().sum())
+    left = f"{states['cpu_left_s'].sum() / 3600:.2f}" + (f" + {unknown} run(s) not estimated yet" if unknown else "")
+    lines += [
+        "",
+        f"{len(states)} runs: {summary}",
+        f"CPU-hours spent (training): {states['cpu_time_s'].sum() / 3600:.2f}; left (estimated): {left}",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------- report
+def value_at(run: pd.DataFrame, clock: str, mark: float) -> tuple[float, float] | None:
+    """:return: ``(return, steps)`` of a run's first evaluation at or after ``mark`` on ``clock``; ``None`` if it has
+    not got there (a run that ended before, e.g. stopped by its rule, has no value there)"""
+    after = run[run[clock] >= mark].sort_values(clock)
+    if not len(after):
+        return None
+    return float(after["mean_return"].iloc[0]), float(after["timesteps"].iloc[0])
+
+
+def bootstrap_interval(values: Sequence[float], reps: int = BOOTSTRAP_REPS, seed: int = 0) -> tuple[float, float]:
+    """:return: The percentile bootstrap 95% interval of the mean of ``values`` (resampling them); NaN for fewer than 2"""
+    array = np.asarray(values, dtype=float)
+    if len(array) < 2:
+        return math.nan, math.nan
+    means = np.random.default_rng(seed).choice(array, size=(reps, len(array)), replace=True).mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
+    """:return: The markdown lines of the report's tables, one section per env"""
+    clock, marks = campaign.report_marks
+    unit = "CPU-s" if clock == "cpu_time_s" else "steps"
+    label = (lambda mark: f"{mark / 60:g} CPU-min") if clock == "cpu_time_s" else (lambda mark: harness._steps(mark))
+    lines = []
+    for env in dict.fromkeys(task.env for task in campaign.tasks):
+        lines += [f"## {env}", ""]
+        rows = []
+        for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
+            runs = frame[(frame["algo"] == algo) & (frame["env"] == env)]
+            if not len(runs):
+                continue
+            for mark in marks:
+                found = {seed: value_at(run, clock, mark) for seed, run in runs.groupby("seed")}
+                values = [value[0] for value in found.values() if value is not None]
+                low, high = bootstrap_interval(values)
+                per_seed = " / ".join("-" if value is None else harness._number(value[0]) for value in found.values())
+                steps = [value[1] for value in found.values() if value is not None]
+                rows.append(
+                    [
+                        algo,
+                        label(mark),
+                        f"{len(values)}/{len(found)}",
+                        harness._number(float(np.mean(values))) if values else "-",
+                        "-" if math.isnan(low) else f"[{harness._number(low)}, {harness._number(high)}]",
+                        per_seed,
+                        harness._steps(float(np.mean(steps))) if steps else "-",
+                    ]
+                )
+            best = runs[runs["timesteps"] > 0].groupby("seed")["mean_return"].max()
+            end = runs.sort_values("timesteps").groupby("seed").tail(1)
+            low, high = bootstrap_interval(best.tolist())
+            rows.append(
+                [
+                    algo,
+                    "best so far",
+                    f"{len(best)}/{len(best)}",
+                    harness._number(float(best.mean())),
+                    "-" if math.isnan(low) else f"[{harness._number(low)}, {harness._number(high)}]",
+                    " / ".join(harness._number(value) for value in best),
+                    harness._steps(float(end["timesteps"].mean())),
+                ]
+            )
+        header = ["Algorithm", "At", "Seeds there", "Mean return", "95% CI (bootstrap)", "Per seed", "Env steps"]
+        lines += [*harness._markdown_table(header, rows), ""]
+        lines += [f"![{env} against env steps]({harness._safe_name(env)}_steps.png)", ""]
+        lines += [f"![{env} against CPU seconds]({harness._safe_name(env)}_cpu.png)", ""]
+    lines.insert(
+        0,
+        f"At each mark ({unit}): each seed's first evaluation at or after it (a seed not there yet, or stopped before, "
+        "shows -), their mean and a percentile bootstrap 95% interval of the mean over seeds "
+        f"({BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation. Best so far: each seed's best "
+        "evaluation after step 0 up to now (the paper's metric), Env steps there: the steps each seed has reached.\n",
+    )
+    return lines
+
+
+def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
+    """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env: per algorithm the mean over seeds (thick) and each
+    seed (thin), against env steps and against CPU seconds of training. :return: The written files"""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for env in dict.fromkeys(task.env for task in campaign.tasks):
+        env_frame = frame[frame["env"] == env]
+        if not len(env_frame):
+            continue
+        for clock, suffix, xlabel in (
+            ("timesteps", "steps", "env steps"),
+            ("cpu_time_s", "cpu", "CPU seconds of training (evaluation excluded)"),
+        ):
+            fig, ax = plt.subplots(figsize=(7, 4.5))
+            for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
+                runs = env_frame[env_frame["algo"] == algo]
+                if not len(runs):
+                    continue
+                times, curves = harness.curves_on_clock(runs, clock)
+                with np.errstate(all="ignore"):
+                    mean = np.nanmean(np.where(np.isnan(curves), np.nan, curves), axis=0)
+                (line,) = ax.plot(times, mean, drawstyle="steps-post", linewidth=2, label=f"{algo} ({len(curves)} seeds)")
+                for curve in curves:
+                    ax.plot(times, curve, drawstyle="steps-post", linewidth=0.7, alpha=0.5, color=line.get_color())
+            ax.set_title(env)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("evaluation return\n(mean over seeds; thin: each seed)")
+            ax.grid(alpha=0.3)
+            ax.legend(loc="best", fontsize="small")
+            fig.tight_layout()
+            path = campaign.out / f"{harness._safe_name(env)}_{suffix}.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            paths.append(path)
+    return paths
+
+
+def write_report(campaign: Campaign) -> Path:
+    """Write ``<out>/results.md`` and the plots from ``evaluations.csv``. :return: The path of ``results.md``"""
+    import warnings
+
+    frame = read_evaluations(campaign.out).dropna(subset=["timesteps"])
+    states = run_states(campaign)
+    lines = [f"# Campaign `{campaign.path.name}`", ""] + ([campaign.notes.strip(), ""] if campaign.notes else [])
+    lines += ["```", format_status(campaign, states).replace(str(campaign.path), campaign.path.name), "```", ""]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # means over seeds not there yet
+        lines += report_tables(campaign, frame)
+        plot_campaign(campaign, frame)
+    metadata = harness._read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
+    sources = sorted({(meta["algo"], meta["env"], meta.get("hyperparams_source", "?")) for meta in metadata.values()})
+    if sources:
+        lines += ["## Hyperparameters", "", *harness._markdown_table(["Algorithm", "Env", "Entry"], sources), ""]
+    config = harness._read_json(campaign.out / harness.CONFIG_FILENAME, {"invocations": []})
+    rows = [
+        [f"`{entry['command']}`", entry.get("machine", {}).get("git", "?"), entry["started"], entry.get("finished") or "-"]
+        for entry in config["invocations"]
+    ]
+    lines += ["## Invocations", "", *harness._markdown_table(["Command", "Git", "Started", "Finished"], rows), ""]
+    path = campaign.out / SUMMARY_FILENAME
+    harness._atomic_write_text(path, "\n".join(lines))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------- run
+def run_campaign(
+    campaign: Campaign,
+    workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
+    command: str | None = None,
+) -> list[dict[str, Any]]:
+    """
+    Run the campaign's unfinished runs (``partial`` ones resume from their checkpoints, ``failed`` ones start again)
+    in their order, then write the report.
+
+    :param workers: Parallel worker processes (``local``) or CPUs of a new local Ray instance (``ray`` without address)
+    :param backend: ``local`` or ``ray`` (:func:`benchmarks.harness._execute`)
+    :param address: With ``ray``: the cluster's head (``HOST:PORT`` or ``auto``)
+    :param command: The command line recorded in ``config.json``
+    :return: One result per run executed
+    """
+    states = run_states(campaign).set_index("name")
+    todo = [task for task in campaign.tasks if states.loc[task.name, "state"] not in ("done", "stopped")]
+    campaign.out.mkdir(parents=True, exist_ok=True)
+    invocation: dict[str, Any] = {
+        "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
+        "campaign": str(campaign.path),
+        "workers": workers,
+        "backend": backend,
+    }
+    with contextlib.ExitStack() as stack:
+        if backend == "ray" and todo:
+            invocation["ray"] = stack.enter_context(harness._ray_session(workers, address))
+        invocation.update(machine=harness.machine_info(), started=harness._now(), finished=None, runs_executed=len(todo))
+        config_path = campaign.out / harness.CONFIG_FILENAME
+        config = harness._read_json(config_path, {"invocations": []})
+        config.setdefault("invocations", []).append(invocation)
+        harness._atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
+        logger.info("Running %d of %d run(s) of %s on %s", len(todo), len(campaign.tasks), campaign.path, backend)
+        results = harness._execute(todo, workers, False, backend, worker=run_task, store=store_run) if todo else []
+    failed = sorted(result["name"] for result in results if not result["ok"])
+    harness._record_finished_invocation(config_path, invocation, failed)
+    for task in todo:  # a Ray run stores its files on the driver: its checkpoints go once it is recorded
+        if task.name not in failed and task.checkpoint_dir is not None:
+            remove_checkpoints(task.checkpoint_dir)
+    write_report(campaign)
+    return results
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """:return: The argument parser of ``python -m benchmarks.campaign``"""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.campaign", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the unfinished runs, resuming the partial ones")
+    status = commands.add_parser("status", help="print done / stopped / partial / to do and the CPU-hours")
+    report = commands.add_parser("report", help="write results.md and the plots from evaluations.csv")
+    for sub in (run, status, report):
+        sub.add_argument("file", help="campaign YAML file")
+        sub.add_argument(
+            "--checkpoint-dir",
+            default=None,
+            help="folder of the checkpoints (default: $SB3_PCL_CHECKPOINT_DIR, else ~/.cache/sb3_pcl/checkpoints)",
+        )
+    run.add_argument("--workers", type=int, default=1, help="parallel runs (default 1; each run uses one core)")
+    run.add_argument("--nice", type=int, default=10, help="niceness added to this process and its workers (default 10)")
+    run.add_argument("--backend", choices=harness.BACKENDS, default="local", help="local worker processes, or Ray tasks")
+    run.add_argument("--address", default=None, help="with --backend ray: HOST:PORT of the cluster's head, or auto")
+    run.add_argument("--quiet", action="store_true", help="only warnings")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m benchmarks.campaign``. :return: The exit code (1 when a run failed)"""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
+    try:
+        campaign = load_campaign(args.file, args.checkpoint_dir)
+    except (ValueError, ImportError) as exc:
+        parser.error(str(exc))
+    if args.command == "status":
+        print(format_status(campaign, run_states(campaign)))
+        return 0
+    if args.command == "report":
+        print(f"Wrote {write_report(campaign)}")
+        return 0
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    if args.address is not None and args.backend != "ray":
+        parser.error("--address needs --backend ray")
+    if args.nice:
+        os.nice(args.nice)
+    command = shlex.join(["python", "-m", "benchmarks.campaign", *(sys.argv[1:] if argv is None else argv)])
+    results = run_campaign(campaign, args.workers, args.backend, args.address, command)
+    print(format_status(campaign, run_states(campaign)))
+    return 1 if any(not result["ok"] for result in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Campaigns (``python -m benchmarks.campaign``): the file format and its checks, the run order, running the unfinished
+runs (resuming partial ones, recording stopped ones), status and report; and the checked-in campaign files."""
+
+import functools
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from run_testing import Crash, CrashAt
+
+from benchmarks import campaign, checkpoint, harness
+
+CAMPAIGNS_DIR = harness.REPO_ROOT / "benchmarks" / "campaigns"
+PAPER = {"HalfCheetah-v5": 7057, "Swimmer-v5": 297, "Hopper-v5": 3805, "Walker2d-v5": 5027, "Ant-v5": 6104}
+MUJOCO = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5"]
+
+
+def _write(tmp_path: Path, spec: dict) -> Path:
+    path = tmp_path / "campaign.yml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _tiny(tmp_path: Path) -> dict:
+    return {
+        "out": str(tmp_path / "out"),
+        "eval": {"every_steps": 200, "episodes": 1},
+        "checkpoint_every": 0.003,
+        "runs": [
+            {"algo": "a2c", "env": "CartPole-v1", "seeds": [0, 1], "steps": 800},
+            {
+                "algo": "ppo",
+                "env": "CartPole-v1",
+                "seeds": [0],
+                "steps": 1200,
+                "stop_below": {"by_steps": 500, "best_return": 1e9},
+            },
+        ],
+    }
+
+
+def test_runs_go_seed_by_seed_in_the_file_order(tmp_path: Path) -> None:
+    loaded = campaign.load_campaign(_write(tmp_path, _tiny(tmp_path)), tmp_path / "checkpoints")
+    assert [task.name for task in loaded.tasks] == [
+        "a2c__CartPole-v1__seed0",
+        "ppo__CartPole-v1__seed0",
+        "a2c__CartPole-v1__seed1",
+    ]
+    ppo = loaded.tasks[1]
+    assert ppo.stop_below == (500, 1e9) and ppo.steps == 1200 and ppo.eval_freq == 200 and ppo.cpu_budget is None
+    assert all(Path(task.checkpoint_dir).is_relative_to(tmp_path / "checkpoints") for task in loaded.tasks)  # type: ignore[arg-type]
+    assert loaded.report_marks == ("timesteps", (300.0, 600.0, 1200.0))  # 25%, 50%, 100% of the largest budget
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0]}]}, "exactly one budget"),
+        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "cpu_seconds": 1}]}, "exactly one"),
+        ({"runs": [{"algo": "nope", "env": "CartPole-v1", "seeds": [0], "steps": 10}]}, "Unknown algorithm"),
+        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": -1}]}, "steps must be a positive"),
+        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": "0", "steps": 10}]}, "seeds must be a list"),
+        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "typo": 1}]}, "unknown keys"),
+        ({"runs": [{"algo": "sac", "env": "HalfCheetah-v5", "seeds": [0], "steps": 10}]}, "no entry for HalfCheetah-v5"),
+        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0, 0], "steps": 10}]}, "listed twice"),
+        ({"eval": {"episodes": 3}}, "every_cpu_seconds and/or every_steps"),
+        ({"eval": {"every_cpu_seconds": 0}}, "must be a positive number"),
+        ({"report": {"minutes": [1]}}, "'report' takes one of"),
+        ({"outt": "x"}, "unknown keys"),
+        (
+            {"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "stop_below": {"by_steps": 5}}]},
+            "stop_below must be",
+        ),
+        (
+            {"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "cpu_seconds": 5, "vec_env": "subproc"}]},
+            "env worker",
+        ),
+    ],
+)
+def test_bad_campaign_files_are_refused_naming_the_problem(tmp_path: Path, change: dict, message: str) -> None:
+    spec = {**_tiny(tmp_path), **change}
+    path = _write(tmp_path, spec)
+    with pytest.raises(ValueError, match=message) as info:
+        campaign.load_campaign(path, tmp_path)
+    assert str(path) in str(info.value)
+
+
+def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = _write(tmp_path, _tiny(tmp_path))
+    loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
+    first = loaded.tasks[0]
+    # a first session killed mid-run: rows written as it went, and a checkpoint
+    with pytest.raises(Crash):
+        harness.run_experiment(first, functools.partial(campaign.store_rows, first, "old"), callbacks=[CrashAt(500)])
+    states = campaign.run_states(loaded).set_index("name")
+    assert states.loc[first.name, "state"] == "partial" and states.loc["ppo__CartPole-v1__seed0", "state"] == "to do"
+    saved = checkpoint.read_state(first.checkpoint_dir)  # type: ignore[arg-type]
+    assert saved is not None and 0 < saved["timesteps"] <= 500
+
+    assert campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0", "--quiet"]) == 0
+    out = tmp_path / "out"
+    frame = pd.read_csv(out / "evaluations.csv")
+    assert set(campaign.COLUMNS) == set(frame.columns)
+    for _, run in frame.groupby(["algo", "env", "seed"]):
+        for column in ("timesteps", "cpu_time_s", "wall_time_s"):
+            assert run[column].is_monotonic_increasing, column
+    a2c = frame[(frame["algo"] == "a2c") & (frame["seed"] == 0)]
+    assert a2c["timesteps"].tolist() == [0, 200, 400, 600, 800]
+    # rows of the first session up to its checkpoint keep the revision that wrote them; the rest is this one's
+    assert set(a2c[a2c["timesteps"] <= saved["timesteps"]]["git"]) == {"old"}
+    assert "old" not in set(a2c[a2c["timesteps"] > saved["timesteps"]]["git"])
+    metadata = json.loads((out / "run_metadata.json").read_text())
+    assert metadata[first.name]["resumed_from"] == saved["timesteps"] and metadata[first.name]["status"] == "done"
+    ppo = metadata["ppo__CartPole-v1__seed0"]
+    assert ppo["status"] == "stopped" and ppo["stopped_by_rule"] and ppo["final_timesteps"] < 1200
+    assert frame[frame["algo"] == "ppo"]["timesteps"].max() >= 500
+    assert not (tmp_path / "checkpoints" / Path(first.checkpoint_dir).parent.name / first.name).exists()  # type: ignore[arg-type]
+    assert "1 stopped" in capsys.readouterr().out
+
+    # a second run has nothing left to do; status and report read the folder
+    assert campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0", "--quiet"]) == 0
+    assert len(pd.read_csv(out / "evaluations.csv")) == len(frame)
+    assert campaign.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    text = capsys.readouterr().out
+    assert "3 runs: 2 done, 1 stopped, 0 partial, 0 failed, 0 to do" in text
+    report = (out / "results.md").read_text()
+    assert "## CartPole-v1" in report and "| a2c | 600 | 2/2 |" in report and "| ppo | 1.2k | 0/1 |" in report
+    for name in ("CartPole-v1_steps.png", "CartPole-v1_cpu.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bootstrap_interval_and_marks() -> None:
+    low, high = campaign.bootstrap_interval([1.0, 2.0, 3.0])
+    assert 1.0 <= low < 2.0 < high <= 3.0
+    assert all(math.isnan(value) for value in campaign.bootstrap_interval([5.0]))
+    run = pd.DataFrame({"cpu_time_s": [0.0, 290.0, 610.0], "timesteps": [0, 100, 200], "mean_return": [1.0, 2.0, 3.0]})
+    assert campaign.value_at(run, "cpu_time_s", 300) == (3.0, 200.0)  # the first evaluation at or after the mark
+    assert campaign.value_at(run, "cpu_time_s", 900) is None  # not there (yet)
+
+
+def test_cpu_hour_campaign_file() -> None:
+    loaded = campaign.load_campaign(CAMPAIGNS_DIR / "cpu_hour.yml")
+    assert loaded.out == Path("benchmarks/results/cpu_hour")
+    assert len(loaded.tasks) == 45 and all(task.cpu_budget == 3600 and task.eval_cpu_seconds == 300 for task in loaded.tasks)
+    assert all(task.n_eval_episodes == 10 and task.eval_freq == harness.TIME_BUDGET_STEP_CAP for task in loaded.tasks)
+    # seed 0 of every (algorithm, task) first, Trust-PCL and SAC before TRPO
+    first = [(task.algo, task.env, task.seed) for task in loaded.tasks[:15]]
+    assert first == [(algo, env, 0) for algo in ("trust_pcl", "sac", "trpo") for env in MUJOCO]
+    assert [task.seed for task in loaded.tasks] == [0] * 15 + [1] * 15 + [2] * 15
+    assert loaded.report_marks == ("cpu_time_s", (900.0, 1800.0, 3600.0))
+    sac = loaded.tasks[5]
+    assert harness.load_hyperparams("sac", sac.env, sac.hyperparams_dir, sac.zoo_v4_entries)[1].endswith(
+        "[HalfCheetah-v4 for HalfCheetah-v5]"
+    )
+
+
+def test_paper_table1_campaign_file() -> None:
+    loaded = campaign.load_campaign(CAMPAIGNS_DIR / "paper_table1.yml")
+    assert loaded.out == Path("benchmarks/results/paper_table1")
+    assert sorted(task.env for task in loaded.tasks) == sorted(PAPER) and {task.seed for task in loaded.tasks} == {0}
+    for task in loaded.tasks:
+        # the &mujoco-2017 recipe (the Ant-v5 entry) unchanged on every task, 10M steps, evaluated every 250k
+        assert task.entry == "Ant-v5" and task.steps == 10_000_000 and task.eval_freq == 250_000
+        assert task.n_eval_episodes == 10 and task.cpu_budget is None
+        assert task.stop_below == (3_000_000, 0.25 * PAPER[task.env])
+        assert harness.load_hyperparams(task.algo, task.env, entry=task.entry) == (
+            {},
+            f"hyperparams/trust_pcl.yml [Ant-v5{'' if task.env == 'Ant-v5' else f' for {task.env}'}]",
+        )
+    notes = (harness.REPO_ROOT / "benchmarks" / "results" / "paper_table1" / "NOTES.md").read_text()
+    assert "## Stop rule of the pilot" in notes and all(f"| {PAPER[env] * 0.25:g} |" in notes for env in PAPER)
