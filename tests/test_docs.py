@@ -44,6 +44,7 @@ TINY_OPTIONS: dict[str, dict[str, str | None]] = {
     "sb3_pcl": {"--steps": "500", "--eval-episodes": "2"},
     "sb3_pcl.zoo.train": {"-n": "300", "--n-timesteps": "300", "--n-trials": "2", "--eval-episodes": "2"},
     "sb3_pcl.zoo.enjoy": {"-n": "50"},
+    "sb3_pcl.zoo.record_video": {"-n": "50"},
     "benchmarks.run": {
         "--steps": "600",
         "--eval-freq": "300",
@@ -57,6 +58,7 @@ DEFAULT_OPTIONS: dict[str, dict[str, str]] = {
     "sb3_pcl": {"--steps": "500", "--eval-episodes": "2"},
     "sb3_pcl.zoo.train": {"-n": "300"},
     "sb3_pcl.zoo.enjoy": {"-n": "50"},
+    "sb3_pcl.zoo.record_video": {"-n": "50"},
     "benchmarks.run": {"--workers": "1"},
 }
 #: modules whose presence stands for an extra of pyproject.toml
@@ -65,6 +67,8 @@ EXTRA_MODULES = {
     "zoo": ["rl_zoo3", "optuna"],
     "bench": ["matplotlib", "pandas"],
     "tests": ["pytest"],
+    "onnx": ["onnx", "onnxruntime"],
+    "classic-control": ["pygame"],
 }
 #: what a block uses -> what it must declare with ``pip install``
 USES = [
