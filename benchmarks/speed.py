@@ -1,11 +1,14 @@
 """
-Training throughput of this package's algorithms against SB3's and sb3-contrib's, side by side (issue #34).
+Training throughput of this package's algorithms against SB3's and sb3-contrib's, side by side.
 
 Every configuration (an algorithm with its shipped rl-zoo3 entry on one env) is built once by the benchmark harness
 (:func:`benchmarks.harness.make_experiment`), trained past its ``learning_starts`` and warmed up, then timed for
 ``--reps`` repetitions of ``--steps`` env steps each. The repetitions are interleaved (rep 1 of every configuration,
 then rep 2, ...) so that a change of machine load hits every configuration alike; every process runs one torch
-thread. The table reports the median env steps per second, training included.
+thread. The table reports the median env steps per second of process CPU time (``time.process_time``), training
+included: what a CPU-time budget counts, and a measure that a busy machine disturbs far less than wall-clock (which
+is recorded too). ``env:<id>`` configurations give the env's own limit: the env, in a 4-env ``DummyVecEnv`` with
+``Monitor``, stepped with uniformly random actions and nothing else.
 
 For this package's algorithms, one more repetition runs with timers around the parts of an iteration and gives the
 breakdown: collection (acting, env steps, storing), replay sampling, forward passes (policy, values, consistency),
@@ -45,17 +48,25 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "speed"
-#: ``algo:env`` of the default run: the issue's comparisons (PCL against PPO on CartPole, Trust-PCL against TRPO on
-#: HalfCheetah), PCL's other classic entries, and SAC as the reference of the per-CPU-hour comparison
+#: the MuJoCo tasks of Trust-PCL's shipped entries
+MUJOCO_TASKS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5")
+#: ``algo:env`` of the default run: PCL against PPO on CartPole, PCL's defaults with one env (now and up to 0.2.0) and
+#: PCL's other classic entries; on each MuJoCo task
+#: Trust-PCL, TRPO and the env's random-action limit; SAC as the reference of the per-CPU-hour comparison
 DEFAULT_CONFIGS = (
     "pcl:CartPole-v1",
     "ppo:CartPole-v1",
+    "pcl+defaults:CartPole-v1",  # PCL's defaults with one env
+    "pcl+old_defaults:CartPole-v1",  # the defaults up to 0.2.0
     "pcl:Acrobot-v1",
     "pcl:Pendulum-v1",
-    "trust_pcl:HalfCheetah-v5",
-    "trpo:HalfCheetah-v5",
+    *(f"{algo}:{task}" for task in MUJOCO_TASKS for algo in ("trust_pcl", "trpo", "env")),
     "sac:HalfCheetah-v4",  # rl-zoo3 has no v5 entry for SAC; the step cost is its networks', not the env version's
 )
+#: pseudo-algorithm of the env-limit configurations
+ENV_LIMIT = "env"
+#: envs of the env-limit configurations
+ENV_LIMIT_ENVS = 4
 #: env steps of one timed repetition, per algorithm (SAC trains on every step: fewer)
 DEFAULT_STEPS = {"sac": 1_000, "td3": 1_000}
 STEPS = 5_000
@@ -65,21 +76,26 @@ PARTS = ("collection", "sampling", "forward", "backward", "optimizer", "value_fi
 
 
 class PartTimer:
-    """Exclusive wall-clock time per part: a timed call's time goes to its part, minus the timed calls it makes."""
+    """
+    Exclusive time per part: a timed call's time goes to its part, minus the timed calls it makes.
 
-    def __init__(self) -> None:
+    :param clock: the clock read (``time.perf_counter``: wall-clock; ``time.process_time``: process CPU time)
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.totals: dict[str, float] = collections.defaultdict(float)
         self._stack: list[list[Any]] = []
+        self._clock = clock
 
     @contextlib.contextmanager
     def part(self, name: str) -> Iterator[None]:
         frame = [name, 0.0]  # name, time of the timed calls inside
         self._stack.append(frame)
-        start = time.perf_counter()
+        start = self._clock()
         try:
             yield
         finally:
-            elapsed = time.perf_counter() - start
+            elapsed = self._clock() - start
             self._stack.pop()
             self.totals[name] += elapsed - frame[1]
             if self._stack:
@@ -97,16 +113,17 @@ class PartTimer:
         setattr(owner, attribute, timed)
 
 
-def instrument(model: Any) -> PartTimer:
+def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> PartTimer:
     """
     Put timers around the parts of a PCL-family model's training (``train`` itself counts as ``other``).
 
     :param model: a :class:`sb3_pcl.PCL` (or subclass)
+    :param clock: the timers' clock (see :class:`PartTimer`)
     :return: the timer
     """
     import torch as th
 
-    timer = PartTimer()
+    timer = PartTimer(clock)
     timer.wrap(model, "collect_rollouts", "collection")
     timer.wrap(model, "train", "other")
     timer.wrap(model.replay_buffer, "sample", "sampling")
@@ -156,17 +173,58 @@ def machine_load(n_processes: int) -> Iterator[None]:
             process.join()
 
 
+class EnvLimit:
+    """
+    The env's own speed: ``n_envs`` copies in a ``DummyVecEnv`` with ``Monitor``, stepped with uniformly random actions
+    (drawn for all the envs in one call per step), nothing else. ``learn`` mimics an algorithm's for :func:`measure`.
+
+    :param env_id: Gymnasium env id
+    :param seed: seed of the envs and of the actions
+    :param n_envs: number of envs
+    """
+
+    learning_starts = 0
+
+    def __init__(self, env_id: str, seed: int, n_envs: int = ENV_LIMIT_ENVS) -> None:
+        import numpy as np
+        from gymnasium import spaces
+        from stable_baselines3.common.env_util import make_vec_env
+
+        self.env = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+        self.n_envs = n_envs
+        self.num_timesteps = 0
+        space = self.env.action_space
+        if not isinstance(space, spaces.Box):
+            raise ValueError(f"the env limit draws Box actions, {env_id} has {space}")
+        self._rng = np.random.default_rng(seed)
+        self._low, self._high = np.broadcast_to(space.low, (n_envs, *space.shape)), space.high
+        self.env.reset()
+
+    def learn(self, total_timesteps: int, reset_num_timesteps: bool = True) -> EnvLimit:
+        """Step the envs ``total_timesteps`` times in all (rounded up to whole vector steps)."""
+        end = self.num_timesteps + total_timesteps
+        while self.num_timesteps < end:
+            self.env.step(self._rng.uniform(self._low, self._high).astype(self.env.action_space.dtype))
+            self.num_timesteps += self.n_envs
+        return self
+
+
 def _build(algo: str, env_id: str, seed: int) -> Any:
     from benchmarks.harness import VARIANTS_HYPERPARAMS_DIR, make_experiment
 
+    if algo == ENV_LIMIT:
+        return EnvLimit(env_id, seed)
     hyperparams_dir = VARIANTS_HYPERPARAMS_DIR if algo in BASELINE_DIR_ALGOS else None
     return make_experiment(algo, env_id, seed, hyperparams_dir=hyperparams_dir, eval_env=False).model
 
 
-def _timed_learn(model: Any, steps: int) -> float:
-    start_steps, start = model.num_timesteps, time.perf_counter()
+def _timed_learn(model: Any, steps: int) -> tuple[float, float]:
+    """:return: env steps per second of process CPU time and per second of wall-clock, while ``model`` learns ``steps``"""
+    start_steps, start_cpu, start = model.num_timesteps, time.process_time(), time.perf_counter()
     model.learn(steps, reset_num_timesteps=False)
-    return (model.num_timesteps - start_steps) / (time.perf_counter() - start)
+    cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start
+    steps_done = model.num_timesteps - start_steps
+    return steps_done / cpu, steps_done / wall
 
 
 def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, seed: int, breakdown: bool) -> dict[str, Any]:
@@ -177,7 +235,8 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
     :param warmup: env steps trained after ``learning_starts`` before timing
     :param seed: seed of every model
     :param breakdown: also time the parts of this package's algorithms (one extra repetition)
-    :return: ``{"runs": {config: {...}}}`` with the steps/s of each repetition and the breakdowns
+    :return: ``{"runs": {config: {...}}}`` with the steps per CPU second and per wall-clock second of each repetition,
+        and the breakdowns
     """
     import torch as th
 
@@ -197,16 +256,19 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
             "n_envs": model.n_envs,
             "threads": threads,
             "steps_per_rep": n_steps,
+            "steps_per_cpu_s": [],
             "steps_per_s": [],
         }
         print(f"built {spec} ({type(model).__name__}, {model.n_envs} envs), trained {model.num_timesteps} steps", flush=True)
     for rep in range(reps):
         for spec, model in models.items():
             th.set_num_threads(results[spec]["threads"])
-            fps = _timed_learn(model, results[spec]["steps_per_rep"])
+            cpu_fps, fps = _timed_learn(model, results[spec]["steps_per_rep"])
+            results[spec]["steps_per_cpu_s"].append(cpu_fps)
             results[spec]["steps_per_s"].append(fps)
-            print(f"rep {rep + 1}/{reps} {spec}: {fps:.0f} steps/s", flush=True)
+            print(f"rep {rep + 1}/{reps} {spec}: {cpu_fps:.0f} steps per CPU second, {fps:.0f} per second", flush=True)
     for spec, model in models.items():
+        results[spec]["median_steps_per_cpu_s"] = statistics.median(results[spec]["steps_per_cpu_s"])
         results[spec]["median_steps_per_s"] = statistics.median(results[spec]["steps_per_s"])
         if breakdown and hasattr(model, "_policy_step"):
             th.set_num_threads(results[spec]["threads"])
@@ -218,7 +280,7 @@ def _breakdown(model: Any, steps: int) -> dict[str, Any]:
     import torch as th
 
     original_backward = th.Tensor.backward
-    timer = instrument(model)
+    timer = instrument(model, time.process_time)
     n_updates, start_steps = model._n_updates, model.num_timesteps
     iterations = [0]
     train = model.train
@@ -228,12 +290,17 @@ def _breakdown(model: Any, steps: int) -> dict[str, Any]:
         train(*args, **kwargs)
 
     model.train = counted_train
-    start = time.perf_counter()
+    start = time.process_time()
     try:
         model.learn(steps, reset_num_timesteps=False)
     finally:
         th.Tensor.backward = original_backward  # type: ignore[method-assign]
-    total = time.perf_counter() - start
+        del model.train, model.collect_rollouts, model._evaluate, model._consistency  # the class's methods again
+        for owner, attribute in ((model.replay_buffer, "sample"), (model.replay_buffer, "recent_segments")):
+            delattr(owner, attribute)
+        for owner, attribute in ((model._policy_step, "step"), (model.policy.optimizer, "step"), (model._value_fit, "fit")):
+            delattr(owner, attribute)
+    total = time.process_time() - start
     env_steps = model.num_timesteps - start_steps
     parts = {name: timer.totals.get(name, 0.0) for name in PARTS}
     parts["other"] += total - sum(parts.values())  # learn's own loop, callbacks
@@ -314,12 +381,17 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
         f"Machine: {data['machine']}; {data['versions']}; {data['date']}. "
         f"{load_text(data.get('load', 0))} One torch thread (`@N`: N threads); seed {data['seed']}; "
         f"{data['reps']} interleaved repetitions per configuration after `learning_starts` + {data['warmup']} warm-up "
-        "steps; the shipped rl-zoo3 entries.",
+        "steps; the shipped rl-zoo3 entries. `env:<task>`: the env's limit, the task in a "
+        f"{ENV_LIMIT_ENVS}-env `DummyVecEnv` with `Monitor` stepped with random actions.",
         "",
-        "## Env steps per second, training included (median of the repetitions)",
+        "Throughput is env steps per second of **process CPU time** (`time.process_time`), training included: what a "
+        "CPU-time budget counts. It is the measure to compare on a shared machine; wall-clock steps/s, also given, "
+        "falls with whatever else the machine runs.",
         "",
     ]
-    header = ["Configuration", "Class", "Envs", "Steps per rep", "Median steps/s", "Repetitions"]
+    lines += _mujoco_table(runs, before)
+    lines += ["## Env steps per CPU second, training included (median of the repetitions)", ""]
+    header = ["Configuration", "Class", "Envs", "Steps per rep", "Median CPU steps/s", "Repetitions", "Wall steps/s"]
     if before:
         header += ["Before (median)", "After / before"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -329,12 +401,13 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
             run["class"],
             str(run["n_envs"]),
             str(run["steps_per_rep"]),
+            f"{_throughput(run):.0f}",
+            ", ".join(f"{value:.0f}" for value in run.get("steps_per_cpu_s", run["steps_per_s"])),
             f"{run['median_steps_per_s']:.0f}",
-            ", ".join(f"{value:.0f}" for value in run["steps_per_s"]),
         ]
         if before:
-            old = before.get(spec, {}).get("median_steps_per_s")
-            row += [f"{old:.0f}" if old else "-", f"{run['median_steps_per_s'] / old:.2f}x" if old else "-"]
+            old = _throughput(before[spec]) if spec in before else None
+            row += [f"{old:.0f}" if old else "-", f"{_throughput(run) / old:.2f}x" if old else "-"]
         lines.append("| " + " | ".join(row) + " |")
     if baseline:
         when = f"{baseline.get('revision', '?')}, {baseline.get('date', '?')}"
@@ -345,7 +418,8 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
             continue
         lines += ["", f"## {title}where the time goes (one extra repetition with timers)", ""]
         lines += [
-            "Milliseconds per training iteration / per 1000 env steps. *collection*: acting, env steps and storing "
+            f"Milliseconds of {source.get('breakdown_clock', 'wall-clock')} time per training iteration / per 1000 env "
+            "steps. *collection*: acting, env steps and storing "
             "transitions; *sampling*: drawing the replay's path segments; *forward*: the policy's and the values' "
             "forward passes and the consistency; *backward*: autograd; *optimizer*: the optimiser's step; "
             "*value_fit*: a separate value fit; *other*: statistics, logging, the learn loop and callbacks.",
@@ -396,6 +470,48 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
     return path
 
 
+def _throughput(run: dict[str, Any]) -> float:
+    """:return: a run's median env steps per CPU second (per wall-clock second for runs saved before CPU time was kept)"""
+    return run.get("median_steps_per_cpu_s", run["median_steps_per_s"])
+
+
+def _mujoco_table(runs: dict[str, Any], before: dict[str, Any]) -> list[str]:
+    """:return: the lines of the per-task summary: Trust-PCL against TRPO and the env limit (empty without such runs)"""
+    tasks = [task for task in MUJOCO_TASKS if all(f"{algo}:{task}" in runs for algo in ("trust_pcl", "trpo", ENV_LIMIT))]
+    if not tasks:
+        return []
+    lines = [
+        "## Trust-PCL on the MuJoCo tasks: against TRPO and the env's limit",
+        "",
+        "Median env steps per CPU second (same run). Targets: Trust-PCL at least TRPO's throughput, and at least a "
+        "quarter of the env's limit.",
+        "",
+    ]
+    header = ["Task", "Env limit", "Trust-PCL", "TRPO", "Trust-PCL / TRPO", "Trust-PCL / env limit"]
+    if before:
+        header += ["Trust-PCL before", "TRPO before", "Env limit before"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    met = {"trpo": 0, "quarter": 0}
+    for task in tasks:
+        limit, ours, trpo = (_throughput(runs[f"{algo}:{task}"]) for algo in (ENV_LIMIT, "trust_pcl", "trpo"))
+        met["trpo"] += ours >= trpo
+        met["quarter"] += ours >= limit / 4
+        row = [task, f"{limit:.0f}", f"{ours:.0f}", f"{trpo:.0f}", f"{ours / trpo:.2f}", f"{ours / limit:.2f}"]
+        if before:
+            row += [
+                f"{_throughput(before[key]):.0f}" if key in before else "-"
+                for key in (f"trust_pcl:{task}", f"trpo:{task}", f"{ENV_LIMIT}:{task}")
+            ]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += [
+        "",
+        f"Trust-PCL at least TRPO's throughput on {met['trpo']} of {len(tasks)} tasks; at least a quarter of the env's "
+        f"limit on {met['quarter']} of {len(tasks)}.",
+        "",
+    ]
+    return lines
+
+
 def _plot(runs: dict[str, Any], before: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -403,16 +519,16 @@ def _plot(runs: dict[str, Any], before: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     specs = list(runs)
-    fig, ax = plt.subplots(figsize=(1.6 * len(specs) + 2, 4))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(specs) + 2), 4.5))
     width = 0.4 if before else 0.6
     positions = list(range(len(specs)))
     if before:
-        old = [before.get(spec, {}).get("median_steps_per_s", 0.0) for spec in specs]
+        old = [_throughput(before[spec]) if spec in before else 0.0 for spec in specs]
         ax.bar([p - width / 2 for p in positions], old, width, label="before", color="#bbbbbb")
-    now = [runs[spec]["median_steps_per_s"] for spec in specs]
+    now = [_throughput(runs[spec]) for spec in specs]
     ax.bar([p + (width / 2 if before else 0) for p in positions], now, width, label="now", color="#3070b0")
     ax.set_xticks(positions, [spec.replace(":", "\n") for spec in specs])
-    ax.set_ylabel("env steps / s (training included)")
+    ax.set_ylabel("env steps per CPU second (training included)")
     ax.set_title("Median throughput, one torch thread")
     if before:
         ax.legend()
@@ -473,6 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         reps=args.reps,
         warmup=args.warmup,
+        breakdown_clock="process CPU",
     )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

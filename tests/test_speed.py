@@ -51,3 +51,25 @@ def test_configurations_name_their_torch_threads_and_a_load_runs_alongside() -> 
     with speed.machine_load(1):
         pass  # the busy process is started, then stopped
     assert speed.load_text(2).startswith("Machine loaded with 2")
+
+
+def test_the_env_limit_steps_every_env_with_random_actions() -> None:
+    limit = speed.EnvLimit("Pendulum-v1", seed=0, n_envs=3)
+    limit.learn(10)
+    assert limit.num_timesteps == 12  # whole vector steps
+    with pytest.raises(ValueError, match="Box actions"):
+        speed.EnvLimit("CartPole-v1", seed=0)
+
+
+def test_the_mujoco_table_compares_trust_pcl_with_trpo_and_a_quarter_of_the_env_limit() -> None:
+    def run(cpu: float) -> dict:
+        return {"median_steps_per_cpu_s": cpu, "median_steps_per_s": cpu / 2}
+
+    runs = {"trust_pcl:Hopper-v5": run(2000), "trpo:Hopper-v5": run(1800), "env:Hopper-v5": run(9000)}
+    runs |= {"trust_pcl:Ant-v5": run(900), "trpo:Ant-v5": run(1200), "env:Ant-v5": run(3200)}
+    runs["trust_pcl:Walker2d-v5"] = run(1)  # no TRPO or env-limit run: not in the table
+    text = "\n".join(speed._mujoco_table(runs, {"trust_pcl:Hopper-v5": {"median_steps_per_s": 1000}}))
+    assert "| Hopper-v5 | 9000 | 2000 | 1800 | 1.11 | 0.22 | 1000 | - | - |" in text
+    assert "| Ant-v5 | 3200 | 900 | 1200 | 0.75 | 0.28 |" in text and "Walker2d" not in text
+    assert "TRPO's throughput on 1 of 2 tasks; at least a quarter of the env's limit on 1 of 2." in text
+    assert speed._mujoco_table({"pcl:CartPole-v1": run(1)}, {}) == []
