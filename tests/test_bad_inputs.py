@@ -70,7 +70,14 @@ OFF_POLICY_BAD = [
     ("policy_step", "adam"),
     ("sample_from", "both"),
 ]
-EPISODES_BAD = [("num_samples", 1), ("num_samples", float("nan")), ("max_steps", 0), ("adam_eps", float("nan"))]
+EPISODES_BAD = [
+    ("num_samples", 1),
+    ("num_samples", float("nan")),
+    ("max_steps", 0),
+    ("adam_eps", float("nan")),
+    ("gamma", 1.5),
+    ("gamma", float("nan")),
+]
 
 
 def bad_cases() -> list[Any]:
@@ -663,3 +670,13 @@ def test_crafted_minari_datasets_are_refused_before_minari_reads_them(
     model = build(PCL)
     peak, _ = refusal_peak(lambda: model.add_demonstrations(folder), message)
     assert peak < 8 << 20 and model.replay_buffer.n_paths == 0
+
+
+def test_reinforces_gamma_discounts_the_episode_return() -> None:
+    """With reward 1 per step, gamma=0.5 bounds every return by 2, so advantages (ent_coef=0) stay below 2."""
+    advantages = {}
+    for gamma in (1.0, 0.5):
+        model = build(Reinforce, gamma=gamma, ent_coef=0.0, num_samples=4, max_steps=200)
+        model.learn(400, log_interval=None)
+        advantages[gamma] = model.logger.name_to_value["train/advantage_abs_mean"]
+    assert advantages[0.5] < 2.0 < advantages[1.0]
