@@ -680,3 +680,33 @@ def test_reinforces_gamma_discounts_the_episode_return() -> None:
         model.learn(400, log_interval=None)
         advantages[gamma] = model.logger.name_to_value["train/advantage_abs_mean"]
     assert advantages[0.5] < 2.0 < advantages[1.0]
+
+
+def test_an_unseedable_env_found_during_training_falls_back_too() -> None:
+    """check_seeding=False skips the check at the start of learn: the first batch's group check finds it."""
+    model = build(UREX, make_vec_env(DrawsFromNumPy, n_envs=4, seed=0), check_seeding=False)
+    with pytest.warns(UserWarning, match=r"UREX: the env cannot be reset to a given seed: two resets.*unsynchronized groups"):
+        model.learn(100)
+    assert not model._synchronized and model._n_updates >= 2
+
+
+class Offset(DrawsFromNumPy):
+    """Seeded, but each env starts elsewhere for the same seed (as per-env curricula that drifted apart)."""
+
+    def __init__(self, offset: float):
+        self.offset = offset
+
+    def reset(self, seed: int | None = None, options: Any = None) -> Any:
+        gym.Env.reset(self, seed=seed)
+        self.t = 0
+        return (self.np_random.uniform(-0.5, 0.5, 2) + self.offset).astype(np.float32), {}
+
+
+@pytest.mark.parametrize("check_seeding", [True, False])
+def test_a_seeded_env_whose_groups_differ_is_still_refused(check_seeding: bool) -> None:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    env = DummyVecEnv([lambda i=i: Offset(0.1 * i) for i in range(2)])
+    model = build(Reinforce, env, check_seeding=check_seeding)
+    with pytest.raises(ValueError, match=r"copies of groups \[0\] have different first observations.*SharedCurriculum"):
+        model.learn(100)

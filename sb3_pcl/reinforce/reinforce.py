@@ -280,17 +280,17 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
             stacklevel=3,
         )
 
-    def _env_reproduces_resets(self) -> bool:
-        """:return: whether three probes of two resets with the same seeds each gave identical first observations"""
+    def _unseedable_env_error(self) -> UnseedableEnvError | None:
+        """:return: the error of the first of three probes (two resets with the same seeds) that differ, else ``None``"""
         assert self.env is not None
         try:
             for _ in range(3):
                 check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
-        except UnseedableEnvError:
-            return False
+        except UnseedableEnvError as error:
+            return error
         except GroupSyncError:
-            return True
-        return True
+            return None  # the resets agree: the groups themselves differ
+        return None
 
     def _draw_base_seed(self) -> int:
         """:return: the reset seed of the first group of a batch (from NumPy's global generator, seeded by ``seed``)"""
@@ -334,10 +334,11 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
             batch = collect_episode_batch(
                 env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, check_sync=self._synchronized
             )
-        except GroupSyncError as error:  # raised right after a reset, before any step is played
-            if self._env_reproduces_resets():
+        except GroupSyncError:  # raised right after a reset, before any step is played
+            unseedable = self._unseedable_env_error()
+            if unseedable is None:
                 raise  # a seeded env whose groups drifted apart (a curriculum): the message says what to do
-            self._desynchronize(error)
+            self._desynchronize(unseedable)
             batch = collect_episode_batch(env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, False)
         if batch is None:
             return False
