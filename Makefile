@@ -1,7 +1,7 @@
 # Developer shortcuts; CI runs .ci/run.
 PYTHON ?= python
 
-.PHONY: install pytest pytest-slow lint format type check benchmark benchmark-classic
+.PHONY: install pytest pytest-slow lint format type check docs benchmark benchmark-classic
 
 install:
 	pip install torch==2.13.0
@@ -25,6 +25,10 @@ type:
 	mypy
 
 check: lint type pytest
+
+# The HTML site with the API reference (pip install -e ".[docs]"), warnings as errors: docs/_build/html/index.html
+docs:
+	$(PYTHON) -m sphinx -W --keep-going -b html -c docs . docs/_build/html
 
 # PCL vs PPO / A2C / TRPO on the classic-control tasks (3 seeds x 100k steps; about 1.5 h on 2 cores)
 benchmark-classic:
