@@ -2,7 +2,6 @@
 
 import importlib.metadata
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import torch as th
 import sb3_pcl
 from sb3_pcl import PCL, TrustPCL
 
+tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 
