@@ -625,11 +625,12 @@ class BudgetEvalCallback(BaseCallback):
         }
         self.records.append(record)
         if self.progress is not None:
-            frame = pd.DataFrame([{**self.progress_columns, **row} for row in self.records])
-            if isinstance(self.progress, Path):
-                _atomic_write_csv(frame, self.progress)
-            else:
-                self.progress(frame)
+            with self._excluded():  # writing the records is not training either
+                frame = pd.DataFrame([{**self.progress_columns, **row} for row in self.records])
+                if isinstance(self.progress, Path):
+                    _atomic_write_csv(frame, self.progress)
+                else:
+                    self.progress(frame)
         return record
 
     def _returns(self) -> list[float]:

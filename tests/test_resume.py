@@ -18,7 +18,10 @@ from benchmarks import checkpoint, harness
 #: Small entries for the runs (``hyperparams_dir``): a2c with VecNormalize, SAC with a small replay
 ENTRIES = {
     "a2c.yml": "CartPole-v1:\n  policy: MlpPolicy\n  n_envs: 4\n  normalize: true\n  n_timesteps: 1000\n",
-    "sac.yml": "Pendulum-v1:\n  policy: MlpPolicy\n  buffer_size: 2000\n  learning_starts: 100\n  n_timesteps: 1000\n",
+    "sac.yml": (
+        "Pendulum-v1:\n  policy: MlpPolicy\n  buffer_size: 2000\n  learning_starts: 100\n  n_timesteps: 1000\n"
+        "  policy_kwargs: 'dict(net_arch=[32, 32])'\n"
+    ),
 }
 #: (algo, env, step budget, step at which the first session crashes, CPU seconds between checkpoints): the three
 #: ways a replay is saved (none, this package's path replay npz, SB3's replay buffer as our npz)
