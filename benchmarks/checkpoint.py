@@ -127,12 +127,18 @@ def _set_rms(prefix: str, rms: RunningMeanStd | Mapping[str, RunningMeanStd], ar
 
 # ------------------------------------------------------------------------------------------------------ SB3 replay
 def _sb3_replay_arrays(buffer: ReplayBuffer | DictReplayBuffer) -> dict[str, np.ndarray]:
+    """:return: The buffer's arrays (until ``pos`` while it is not full: the rows written so far), ``pos`` and ``full``"""
     arrays: dict[str, np.ndarray] = {"pos": np.asarray(buffer.pos), "full": np.asarray(buffer.full)}
     for name, value in vars(buffer).items():
         if isinstance(value, np.ndarray):
             arrays[name] = value
         elif isinstance(value, dict) and value and all(isinstance(item, np.ndarray) for item in value.values()):
             arrays.update({f"{name}.{key}": item for key, item in value.items()})
+    if not buffer.full:
+        arrays = {
+            key: value[: buffer.pos] if value.ndim and len(value) == buffer.buffer_size else value
+            for key, value in arrays.items()
+        }
     return arrays
 
 
@@ -142,11 +148,12 @@ def _set_sb3_replay(buffer: ReplayBuffer | DictReplayBuffer, arrays: Mapping[str
             continue
         attribute, _, item = key.partition(".")
         target = getattr(buffer, attribute)[item] if item else getattr(buffer, attribute)
-        if target.shape != value.shape or target.dtype != value.dtype:
+        rows = target[: len(value)] if value.ndim and len(target) == buffer.buffer_size else target  # the rows written
+        if rows.shape != value.shape or target.dtype != value.dtype:
             raise ValueError(
                 f"{name}: {key} is {value.dtype}{value.shape}, the model's replay buffer holds {target.dtype}{target.shape}"
             )
-        target[...] = value
+        rows[...] = value
     buffer.pos, buffer.full = int(arrays["pos"]), bool(arrays["full"])
 
 
