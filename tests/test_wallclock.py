@@ -25,7 +25,8 @@ BUDGET_GRID = [
 @pytest.fixture(scope="module")
 def budget_grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     out = tmp_path_factory.mktemp("cpu_budget")
-    return out, main([*BUDGET_GRID, "--out", str(out)])
+    checkpoints = ["--checkpoint-every", "0.5", "--checkpoint-dir", str(out / "checkpoints")]
+    return out, main([*BUDGET_GRID, *checkpoints, "--out", str(out)])
 
 
 def test_cpu_budget_run_stops_at_the_budget_and_evaluates_on_the_cpu_clock(budget_grid: tuple[Path, int]) -> None:
@@ -45,6 +46,10 @@ def test_cpu_budget_run_stops_at_the_budget_and_evaluates_on_the_cpu_clock(budge
     assert metadata["cpu_budget"] == 2.0 and metadata["eval_cpu_seconds"] == 0.5 and metadata["steps"] == STEP_CAP
     assert metadata["stopped_at_cpu_budget"] and not metadata["stopped_at_threshold"] and "zoo_v4_entries" not in metadata
     assert metadata["train_cpu_time_s"] == cpu.iloc[-1]
+    # checkpointed every 0.5 CPU-s under --checkpoint-dir, started afresh, the checkpoints deleted once it finished
+    assert metadata["checkpoint_every"] == 0.5 and metadata["resumed_from"] == 0 and "checkpoint_dir" not in metadata
+    run_dir = Path(harness.run_checkpoint_dir(out / "checkpoints", out, "a2c", "CartPole-v1", 0))
+    assert run_dir.parent.is_dir() and not run_dir.exists()
     invocation = json.loads((out / "config.json").read_text())["invocations"][0]
     assert invocation["cpu_budget"] == 2.0 and invocation["eval_cpu_seconds"] == 0.5 and invocation["workers"] == 1
 
