@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import os
+import platform
 import shlex
 import sys
 import traceback
@@ -57,6 +58,7 @@ logger = logging.getLogger(__name__)
 COLUMNS = (*harness.EVAL_COLUMNS, "git")
 SUMMARY_FILENAME = "results.md"
 LOCK_FILENAME = ".lock"
+RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
 RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below"}
 CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
@@ -538,7 +540,41 @@ def run_campaign(
     :param address: With ``ray``: the cluster's head (``HOST:PORT`` or ``auto``)
     :param command: The command line recorded in ``config.json``
     :return: One result per run executed
+    :raises RuntimeError: if the campaign is already running (another ``run`` holds its lock)
     """
+    with _running(campaign):
+        return _run_unfinished(campaign, workers, backend, address, command)
+
+
+@contextlib.contextmanager
+def _running(campaign: Campaign) -> Iterator[None]:
+    """Hold the campaign's run lock (next to its checkpoints): two ``run`` of one campaign would train the same runs."""
+    assert campaign.tasks[0].checkpoint_dir is not None
+    path = Path(campaign.tasks[0].checkpoint_dir).parent / RUN_LOCK_FILENAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise RuntimeError(
+                f"{campaign.path} is already running ({handle.read().strip() or 'another process'}): one run command "
+                "per campaign; see its progress with the status command"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {platform.node()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_unfinished(
+    campaign: Campaign, workers: int, backend: str, address: str | None, command: str | None
+) -> list[dict[str, Any]]:
+    """:return: The results of the unfinished runs, executed (:func:`run_campaign`)"""
     states = run_states(campaign).set_index("name")
     todo = [task for task in campaign.tasks if states.loc[task.name, "state"] not in ("done", "stopped")]
     campaign.out.mkdir(parents=True, exist_ok=True)
@@ -611,7 +647,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.nice:
         os.nice(args.nice)
     command = shlex.join(["python", "-m", "benchmarks.campaign", *(sys.argv[1:] if argv is None else argv)])
-    results = run_campaign(campaign, args.workers, args.backend, args.address, command)
+    try:
+        results = run_campaign(campaign, args.workers, args.backend, args.address, command)
+    except RuntimeError as exc:
+        parser.error(str(exc))
     print(format_status(campaign, run_states(campaign)))
     return 1 if any(not result["ok"] for result in results) else 0
 

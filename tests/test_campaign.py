@@ -132,6 +132,16 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_campaign_runs_once_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = _write(tmp_path, _tiny(tmp_path))
+    loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
+    # held as another run command of the same campaign would
+    with campaign._running(loaded), pytest.raises(SystemExit):
+        campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0"])
+    assert "is already running (pid" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_bootstrap_interval_and_marks() -> None:
     low, high = campaign.bootstrap_interval([1.0, 2.0, 3.0])
     assert 1.0 <= low < 2.0 < high <= 3.0
