@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import ctypes.util
 import dataclasses
 import fcntl
 import functools
@@ -39,6 +41,7 @@ import math
 import os
 import platform
 import shlex
+import signal
 import sys
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -291,8 +294,24 @@ def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any])
         (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
 
 
+def _die_with_parent() -> None:
+    """
+    On Linux, have the kernel kill this worker process when the process that started it dies (``PR_SET_PDEATHSIG``):
+    a ``run`` command killed alone (``kill PID``, ``kill -9 PID``) leaves no worker training on, which a second ``run``
+    would otherwise duplicate. Elsewhere nothing is done (kill the whole process group there).
+    """
+    if sys.platform != "linux":
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+        if os.getppid() == 1:  # the parent died before the call
+            os._exit(1)
+
+
 def run_task(task: harness.RunTask) -> dict[str, Any]:
     """Worker entry point: train one run (resuming it), store its rows as it goes and its result; never raises."""
+    _die_with_parent()
     git = harness.machine_info()["git"]
     try:
         frame, metadata = harness.run_experiment(task, functools.partial(store_rows, task, git))
