@@ -427,7 +427,7 @@ def test_base_algorithm_without_rollout_buffer(algo):
     for name in ("rollout_buffer", "n_steps", "gae_lambda", "vf_coef", "tau"):
         assert not hasattr(model, name), name
     assert model.gamma == 1.0  # SB3 code and callbacks read it: the episodes' returns are undiscounted by default
-    assert set(algo.policy_aliases) == {"MlpPolicy", "MlpLstmPolicy"}
+    assert {"MlpPolicy", "CnnPolicy", "MlpLstmPolicy", "CnnLstmPolicy"} <= set(algo.policy_aliases)
 
 
 def test_urex_declares_only_ent_coef():
