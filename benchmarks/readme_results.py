@@ -296,7 +296,7 @@ def rows() -> list[Row]:
     ] + [
         Row("Trust-PCL (adaptive λ)", "Ant-v5, 1M", Runs(mujoco, "trust_pcl", "Ant-v5"), "TRPO",
             Runs(mujoco, "trpo", "Ant-v5"), FINAL, link(mujoco), ours_note="; stands still, does not walk",
-            baseline_note=f"; falls{ant_note()}", no_comparison="no comparison: neither walks"),
+            baseline_note=f"; ends below its untrained policy{ant_note()}", no_comparison="no comparison: neither walks"),
     ]  # fmt: skip
     recurrent_rows = [
         Row("Recurrent PCL", f"{env}, 100k", Runs(recurrent, "recurrent_pcl", env), "RecurrentPPO",
