@@ -365,7 +365,7 @@ def _machine() -> str:
 
 def load_text(load: int) -> str:
     """:return: how loaded the machine was, in words"""
-    return f"Machine loaded with {load} busy-looping processes." if load else "Idle machine."
+    return f"Machine loaded with {load} busy-looping processes." if load else "No load added (`--load 0`)."
 
 
 def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | None) -> Path:
@@ -550,6 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: benchmarks/results/speed)")
     parser.add_argument("--json", type=Path, default=None, help="also save the raw numbers to this JSON file")
     parser.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run: a 'before' column")
+    parser.add_argument(
+        "--from-json", type=Path, default=None, help="write the report from this --json file of a run, without measuring"
+    )
     parser.add_argument("--threshold-seeds", type=int, nargs="*", default=[], help="also time runs to the threshold")
     parser.add_argument("--threshold-algos", nargs="+", default=["pcl", "ppo"], help="(default: pcl ppo)")
     parser.add_argument("--threshold-env", default="CartPole-v1", help="(default: CartPole-v1)")
@@ -565,6 +568,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for spec in args.configs:
         _configure(spec)
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
+    if args.from_json:
+        path = write_report(json.loads(args.from_json.read_text()), args.out, baseline)
+        print(path.read_text())
+        return 0
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from benchmarks.harness import _git_revision, _package_version
 

@@ -35,6 +35,9 @@ def test_speed_writes_the_table_the_breakdown_and_the_threshold_runs(tmp_path: P
     # a later run reports the earlier one as "before"
     assert speed.main([*args[:10], "--no-breakdown", "--baseline", str(tmp_path / "raw.json")]) == 0
     assert "After / before" in (tmp_path / "results.md").read_text()
+    # the report again from the saved numbers, without measuring
+    assert speed.main(["--from-json", str(tmp_path / "raw.json"), "--out", str(tmp_path / "again")]) == 0
+    assert "| pcl:CartPole-v1 | PCL | 8 |" in (tmp_path / "again" / "results.md").read_text()
 
 
 def test_speed_rejects_a_malformed_configuration() -> None:
