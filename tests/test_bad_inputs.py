@@ -189,14 +189,50 @@ DICT = spaces.Dict({"a": spaces.Box(-1, 1, (2,)), "b": spaces.Discrete(3)})
 TUPLE = spaces.Tuple((spaces.Box(-1, 1, (2,)), spaces.Discrete(3)))
 
 
+RECURRENT = (RecurrentPCL, RecurrentTrustPCL)
+
+
 @pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
-@pytest.mark.parametrize("space", [DICT, TUPLE], ids=["Dict", "Tuple"])
 @pytest.mark.parametrize("policy", ["default", "MultiInputPolicy"])
-def test_dict_and_tuple_observations_get_one_clear_message(algo: type, space: spaces.Space, policy: str) -> None:
+def test_tuple_observations_get_one_clear_message_naming_the_space(algo: type, policy: str) -> None:
     default_policy, settings, n_envs = ALGOS[algo]
-    env = make_vec_env(lambda: SpaceEnv(space), n_envs=n_envs)
-    with pytest.raises(ValueError, match=rf"{algo.__name__} does not support Dict or Tuple observation.*FlattenObservation"):
-        algo(default_policy if policy == "default" else policy, env, **settings)
+    env = make_vec_env(lambda: SpaceEnv(TUPLE), n_envs=n_envs)
+    supported = "Dict or Tuple" if algo in RECURRENT else "Tuple"
+    message = rf"{algo.__name__} does not support {supported} observation spaces \(got Tuple\(Box.*FlattenObservation"
+    with pytest.raises(ValueError, match=message):
+        algo(default_policy if policy == "default" or algo in RECURRENT else policy, env, **settings)
+
+
+@pytest.mark.parametrize("algo", RECURRENT, ids=[algo.__name__ for algo in RECURRENT])
+def test_recurrent_classes_refuse_dict_observations_naming_the_space(algo: type) -> None:
+    default_policy, settings, n_envs = ALGOS[algo]
+    env = make_vec_env(lambda: SpaceEnv(DICT), n_envs=n_envs)
+    with pytest.raises(ValueError, match=rf"{algo.__name__} does not support Dict or Tuple .*\(got Dict\('a': Box"):
+        algo(default_policy, env, **settings)
+    with pytest.raises(ValueError, match=rf"{algo.__name__} has no MultiInputPolicy \(it does not support Dict"):
+        algo("MultiInputPolicy", env, **settings)
+
+
+@pytest.mark.parametrize("algo", [Reinforce, UREX], ids=["Reinforce", "UREX"])
+def test_recurrent_policies_of_reinforce_refuse_dict_observations(algo: type) -> None:
+    env = make_vec_env(lambda: SpaceEnv(DICT), n_envs=2)
+    with pytest.raises(ValueError, match=r"recurrent policy MlpLstmPolicy does not support Dict .*\(got Dict\("):
+        algo("MlpLstmPolicy", env, **EPISODES)
+
+
+FEED_FORWARD = [algo for algo in ALGOS if algo not in RECURRENT]
+
+
+@pytest.mark.parametrize("algo", FEED_FORWARD, ids=[algo.__name__ for algo in FEED_FORWARD])
+def test_policy_and_dict_observation_space_must_match(algo: type) -> None:
+    _, settings, n_envs = ALGOS[algo]
+    with pytest.raises(ValueError, match="You must use `MultiInputPolicy`"):  # SB3's own check
+        algo("MlpPolicy", make_vec_env(lambda: SpaceEnv(DICT), n_envs=n_envs), **settings)
+    with pytest.raises(ValueError, match=r"MultiInputPolicy\) reads Dict observations, but the observation space is Box"):
+        algo("MultiInputPolicy", make_vec_env(lambda: SpaceEnv(spaces.Box(-1, 1, (2,))), n_envs=n_envs), **settings)
+    nested = spaces.Dict({"a": spaces.Box(-1, 1, (2,)), "inner": DICT})  # (SB3's VecEnvs refuse it too)
+    with pytest.raises(ValueError, match=rf"{algo.__name__}: nested observation spaces .*key 'inner'"):
+        algo("MultiInputPolicy", SpaceEnv(nested), **settings)
 
 
 @pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)

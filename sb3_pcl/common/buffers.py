@@ -42,6 +42,7 @@ from stable_baselines3.common.save_util import open_path
 from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import VecNormalize
 
+from sb3_pcl.common.dict_obs import ObsDict, obs_layout, obs_member, zeros_obs
 from sb3_pcl.common.npz_files import ArrayHeader, check_header, npz_member_names, read_npz_headers
 from sb3_pcl.common.validation import check_storable
 
@@ -430,6 +431,8 @@ class PathReplayBuffer(BaseBuffer):
         self.observation_space = observation_space
         self.action_space = action_space
         self.obs_shape = get_obs_shape(observation_space)  # type: ignore[assignment]
+        #: the stored observation arrays, ``{None: (shape, dtype)}`` or one per key of a ``Dict`` space
+        self.obs_layout = obs_layout(observation_space)
         self.action_dim = get_action_dim(action_space)
         self.device = get_device(device)
         self.n_envs = n_envs
@@ -562,13 +565,13 @@ class PathReplayBuffer(BaseBuffer):
         The keys keep the meaning of SB3's ``ReplayBuffer`` attributes, without its ``n_envs`` axis: ``observations``
         ``(N, *obs_shape)``, ``next_observations`` (the path's next stored observation, or its final state; for the
         last step of a running path the latest next observation of its env), ``actions`` ``(N, action_dim)``,
-        ``rewards`` ``(N,)``, ``dones`` (the path ends after this step: an episode end, or a cut path), ``timeouts``
-        (it ends there without terminating: a time limit or a cut, so it bootstraps), plus ``path_ids`` and
-        ``env_idx`` (-1 for :meth:`add_path`). A running path whose env has no next observation yet is left out.
+        ``rewards`` ``(N,)`` (for a Dict space the observations are dicts of such arrays, one per key), ``dones``
+        (the path ends after this step: an episode end, or a cut path), ``timeouts`` (it ends there without
+        terminating: a time limit or a cut, so it bootstraps), plus ``path_ids`` and ``env_idx`` (-1 for
+        :meth:`add_path`). A running path whose env has no next observation yet is left out.
 
         :return: the arrays, copies
         """
-        dtype = self.observations.dtype if self.observations is not None else self._obs_dtype()
         slots: list[int] = []
         next_obs: list[np.ndarray] = []
         dones: list[bool] = []
@@ -582,7 +585,9 @@ class PathReplayBuffer(BaseBuffer):
             assert self.observations is not None
             path_slots = path.slots
             slots.extend(path_slots)
-            next_obs.extend([self.observations[path_slots[1:]], np.asarray(final, dtype=dtype)[None]])
+            final_row = self._obs_zeros((1,))
+            final_row[0] = final
+            next_obs.extend([self.observations[path_slots[1:]], final_row])
             ends = [False] * len(path)
             ends[-1] = path.done
             dones.extend(ends)
@@ -590,10 +595,14 @@ class PathReplayBuffer(BaseBuffer):
             path_ids.extend([path.path_id] * len(path))
             env_idx.extend([path.env_idx] * len(path))
         index = np.asarray(slots, dtype=np.int64)
-        empty_obs = np.zeros((0, *self.obs_shape), dtype=dtype)
+        empty_obs = self._obs_zeros((0,))
+        if next_obs and isinstance(empty_obs, ObsDict):
+            next_observations: Any = ObsDict({key: np.concatenate([obs[key] for obs in next_obs]) for key in empty_obs})
+        else:
+            next_observations = np.concatenate(next_obs) if next_obs else empty_obs
         return {
             "observations": self.observations[index] if self.observations is not None else empty_obs,
-            "next_observations": np.concatenate(next_obs) if next_obs else empty_obs,
+            "next_observations": next_observations,
             "actions": self.actions[index] if self.actions is not None else np.zeros((0, self.action_dim), np.float32),
             "rewards": self.rewards[index] if self.rewards is not None else np.zeros(0, np.float32),
             "dones": np.asarray(dones, dtype=bool),
@@ -607,8 +616,41 @@ class PathReplayBuffer(BaseBuffer):
         """:return: the dtype observations are stored in (the observation space's)"""
         return np.dtype(self.observation_space.dtype if self.observation_space.dtype is not None else np.float32)
 
+    def _obs_zeros(self, lead: tuple[int, ...]) -> np.ndarray:
+        """:return: zero observations ``(*lead, *obs_shape)``: one array, or an :class:`ObsDict` for a Dict space"""
+        return zeros_obs(self.observation_space, lead)
+
+    def _checked_obs(self, obs: Any, lead: tuple[int, ...], what: str, index_name: str, hint: str) -> np.ndarray:
+        """
+        :param obs: observations ``(*lead, *obs_shape)`` (a dict of arrays for a Dict space)
+        :param lead: their leading dimensions
+        :param what: what they are, for the message
+        :param index_name: what the first index is, for the message
+        :param hint: what to check, for the message
+        :return: the observations in their storage dtype (an :class:`ObsDict` for a Dict space)
+        :raises ValueError: for a value not storable (:func:`~sb3_pcl.common.validation.check_storable`), a missing key
+        """
+        if None in self.obs_layout:
+            return check_storable(np.asarray(obs).reshape((*lead, *self.obs_shape)), self._obs_dtype(), what, index_name, hint)
+        if not isinstance(obs, dict) or set(obs) != set(self.obs_layout):
+            keys = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
+            raise ValueError(f"{what}s must be a dict with the keys {sorted(map(str, self.obs_layout))} (got {keys}). {hint}")
+        return ObsDict(  # type: ignore[return-value]
+            {
+                key: check_storable(np.asarray(obs[key]).reshape((*lead, *shape)), dtype, f"{what} {key!r}", index_name, hint)
+                for key, (shape, dtype) in self.obs_layout.items()
+            }
+        )
+
+    def _obs_tensor(self, obs: np.ndarray, env: VecNormalize | None) -> Any:
+        """:return: the observations normalised by ``env`` as tensors (a dict of them for a Dict space)"""
+        normalized = self._normalize_obs(obs, env)
+        if isinstance(normalized, dict):
+            return {key: self.to_torch(np.asarray(value)) for key, value in normalized.items()}
+        return self.to_torch(np.asarray(normalized))
+
     def _allocate(self) -> None:
-        self.observations = np.zeros((self.buffer_size, *self.obs_shape), dtype=self._obs_dtype())
+        self.observations = self._obs_zeros((self.buffer_size,))
         self.actions = np.zeros((self.buffer_size, self.action_dim), dtype=np.float32)
         self.rewards = np.zeros((self.buffer_size,), dtype=np.float32)
         # np.zeros maps pages lazily, and the free slots are a counter plus the evicted ones: memory grows with use
@@ -769,19 +811,11 @@ class PathReplayBuffer(BaseBuffer):
         :param done: episode ends ``(n_envs,)``
         :param infos: per-env infos (``TimeLimit.truncated`` marks time-limit ends)
         """
-        obs_dtype = self._obs_dtype()
         reward = np.asarray(reward, dtype=np.float64).reshape(self.n_envs)
         stored_reward = check_storable(reward, np.float32, "reward", "env index", STORAGE_HINT)
-        obs = check_storable(
-            np.asarray(obs).reshape((self.n_envs, *self.obs_shape)), obs_dtype, "observation", "env index", STORAGE_HINT
-        )
-        next_obs = check_storable(
-            np.asarray(next_obs).reshape((self.n_envs, *self.obs_shape)),
-            obs_dtype,
-            "next observation",
-            "env index",
-            STORAGE_HINT,
-        )
+        obs = self._checked_obs(obs, (self.n_envs,), "observation", "env index", STORAGE_HINT)
+        next_obs = self._checked_obs(next_obs, (self.n_envs,), "next observation", "env index", STORAGE_HINT)
+        copy_obs: Any = ObsDict.copy if isinstance(next_obs, ObsDict) else np.array
         action = check_storable(
             np.asarray(action).reshape((self.n_envs, self.action_dim)), np.float32, "action", "env index", STORAGE_HINT
         )
@@ -805,12 +839,12 @@ class PathReplayBuffer(BaseBuffer):
             path.last_step = self.add_count
             path.total_return += float(reward[env_idx])
             self.n_stored += 1
-            self.last_next_obs[env_idx] = np.array(next_obs[env_idx])
+            self.last_next_obs[env_idx] = copy_obs(next_obs[env_idx])
             if done[env_idx]:
                 truncated = bool(infos[env_idx].get("TimeLimit.truncated", False)) if env_idx < len(infos) else False
                 path.done = True
                 path.terminated = not (truncated and self.handle_timeout_termination)
-                path.final_obs = np.array(next_obs[env_idx])
+                path.final_obs = copy_obs(next_obs[env_idx])
                 self.open_paths[env_idx] = None
             self._sync(path)
 
@@ -843,24 +877,27 @@ class PathReplayBuffer(BaseBuffer):
 
         The rewards, observations and actions are checked in their storage dtype first, as in :meth:`add`.
 
-        :param observations: ``(T + 1, *obs_shape)``: the visited states and the final one
+        :param observations: ``(T + 1, *obs_shape)``: the visited states and the final one (for a Dict space a dict
+            of such arrays, one per key)
         :param actions: ``(T, *action_shape)`` actions
         :param rewards: ``(T,)`` rewards
         :param terminated: whether the final state is terminal
         :param seed: seeded paths are never evicted and are sampled with the top priority
         :return: the new path's id
         """
-        observations = np.asarray(observations)
         rewards = np.asarray(rewards, dtype=np.float64).reshape(-1)
         n_steps = len(rewards)
         if n_steps < 1:
             raise ValueError("a path needs at least one transition")
-        if observations.shape != (n_steps + 1, *self.obs_shape):
-            raise ValueError(
-                f"observations must have shape {(n_steps + 1, *self.obs_shape)} (T + 1 states), got {observations.shape}"
-            )
+        if None not in self.obs_layout and not (isinstance(observations, dict) and set(observations) == set(self.obs_layout)):
+            self._checked_obs(observations, (n_steps + 1,), "observation", "step", PATH_HINT)  # raises, naming the keys
+        for key, (shape, _) in self.obs_layout.items():
+            given = np.shape(observations if key is None else observations[key])  # type: ignore[call-overload]
+            if given != (n_steps + 1, *shape):
+                what = "observations" if key is None else f"observations[{key!r}]"
+                raise ValueError(f"{what} must have shape {(n_steps + 1, *shape)} (T + 1 states), got {given}")
         stored_rewards = check_storable(rewards, np.float32, "reward", "step", PATH_HINT)
-        observations = check_storable(observations, self._obs_dtype(), "observation", "step", PATH_HINT)
+        observations = self._checked_obs(observations, (n_steps + 1,), "observation", "step", PATH_HINT)
         actions = check_storable(
             np.asarray(actions).reshape((n_steps, self.action_dim)), np.float32, "action", "step", PATH_HINT
         )
@@ -880,7 +917,7 @@ class PathReplayBuffer(BaseBuffer):
         path.total_return = float(rewards.sum())
         path.done = True
         path.terminated = bool(terminated)
-        path.final_obs = np.array(observations[-1])
+        path.final_obs = observations[-1].copy()
         self._sync(path)
         return path.path_id
 
@@ -1027,7 +1064,7 @@ class PathReplayBuffer(BaseBuffer):
         horizon = max(end - start for _, start, end in segments)
         index = np.zeros((horizon, n_segments), dtype=np.int64)
         mask = np.zeros((horizon, n_segments), dtype=np.float32)
-        final_obs = np.zeros((n_segments, *self.obs_shape), dtype=self.observations.dtype)
+        final_obs = self._obs_zeros((n_segments,))
         terminated = np.zeros(n_segments, dtype=np.float32)
         at_start = np.zeros(n_segments, dtype=np.float32)
         for col, (path, start, end) in enumerate(segments):
@@ -1043,15 +1080,13 @@ class PathReplayBuffer(BaseBuffer):
                 final_obs[col] = final
                 terminated[col] = float(path.done and path.terminated)
             at_start[col] = float(start == 0 and not path.dropped_head)
-        observations = np.asarray(self._normalize_obs(self.observations[index], env))
-        final_obs = np.asarray(self._normalize_obs(final_obs, env))
         rewards = self._normalize_reward(self.rewards[index], env) * mask
         return PathBatch(
-            observations=self.to_torch(np.asarray(observations)),
+            observations=self._obs_tensor(self.observations[index], env),
             actions=self.to_torch(self.actions[index]),
             rewards=self.to_torch(rewards.astype(np.float32)),
             mask=self.to_torch(mask),
-            final_observations=self.to_torch(np.asarray(final_obs)),
+            final_observations=self._obs_tensor(final_obs, env),
             terminated=self.to_torch(terminated),
             at_path_start=self.to_torch(at_start),
             path_ids=np.array([path.path_id for path, _, _ in segments]),
@@ -1069,7 +1104,7 @@ class PathReplayBuffer(BaseBuffer):
         assert self.observations is not None and self.actions is not None
         horizon = max(end for _, _, end in segments) + 1
         n_segments = len(segments)
-        observations = np.zeros((horizon, n_segments, *self.obs_shape), dtype=self.observations.dtype)
+        observations = self._obs_zeros((horizon, n_segments))
         actions = np.zeros((horizon, n_segments, self.action_dim), dtype=np.float32)
         offsets = np.zeros(n_segments, dtype=np.int64)
         for col, (path, start, end) in enumerate(segments):
@@ -1080,9 +1115,8 @@ class PathReplayBuffer(BaseBuffer):
             observations[end:, col] = final
             actions[:end, col] = self.actions[slots]
             offsets[col] = start
-        normalized = np.asarray(self._normalize_obs(observations, env))
         return PathHistory(
-            observations=self.to_torch(normalized),
+            observations=self._obs_tensor(observations, env),
             actions=self.to_torch(actions),
             offsets=th.as_tensor(offsets, device=self.device),
         )
@@ -1101,12 +1135,11 @@ class PathReplayBuffer(BaseBuffer):
         :param file: a path, or a binary file open for writing
         """
         paths = list(self.paths.values())  # in increasing id
-        obs_dtype = self._obs_dtype()
-        final_obs = np.zeros((len(paths), *self.obs_shape), dtype=obs_dtype)
+        final_obs = self._obs_zeros((len(paths),))
         for row, path in enumerate(paths):
             if path.final_obs is not None:
                 final_obs[row] = path.final_obs
-        last_next_obs = np.zeros((self.n_envs, *self.obs_shape), dtype=obs_dtype)
+        last_next_obs = self._obs_zeros((self.n_envs,))
         for env_idx, next_obs in enumerate(self.last_next_obs):
             if next_obs is not None:
                 last_next_obs[env_idx] = next_obs
@@ -1116,8 +1149,7 @@ class PathReplayBuffer(BaseBuffer):
             "class": type(self).__name__,
             "buffer_size": int(self.buffer_size),
             "n_envs": int(self.n_envs),
-            "obs_shape": [int(n) for n in self.obs_shape],
-            "obs_dtype": obs_dtype.name,
+            **_obs_metadata(self.observation_space),
             "action_dim": int(self.action_dim),
             "settings": {name: getattr(self, name) for name in self.SETTINGS},
             "allocated": self.observations is not None,
@@ -1130,15 +1162,15 @@ class PathReplayBuffer(BaseBuffer):
             "metadata": np.frombuffer(text.encode("utf-8"), dtype=np.uint8),
             "free_slots": np.asarray(self.free_slots, dtype=np.int64),
             "open_paths": np.asarray([-1 if pid is None else pid for pid in self.open_paths], dtype=np.int64),
-            "last_next_obs": last_next_obs,
+            **_obs_members("last_next_obs", last_next_obs),
             "last_next_obs_known": np.asarray([obs is not None for obs in self.last_next_obs], dtype=bool),
             "path_slots": np.asarray([slot for path in paths for slot in path.slots], dtype=np.int64),
-            "path_final_obs": final_obs,
+            **_obs_members("path_final_obs", final_obs),
         }
         for name, dtype in PATH_FIELDS.items():
             arrays[f"path_{name}"] = np.asarray([_path_field(path, name) for path in paths], dtype=dtype)
         if self.observations is not None and self.actions is not None and self.rewards is not None:
-            arrays.update(observations=self.observations, actions=self.actions, rewards=self.rewards)
+            arrays.update(_obs_members("observations", self.observations), actions=self.actions, rewards=self.rewards)
         pickled = sorted(name for name, array in arrays.items() if array.dtype.hasobject)
         if pickled:  # np.savez would pickle them; checked here, as older NumPy's savez has no allow_pickle argument
             raise ValueError(f"cannot save the replay as .npz: {pickled} hold Python objects, which would need pickling")
@@ -1194,10 +1226,17 @@ class PathReplayBuffer(BaseBuffer):
             raise ValueError(
                 f"{name} is an .npz file of another kind (arrays {sorted(members)}), not a PathReplayBuffer file{hint}"
             )
-        headers = read_npz_headers(file, name, REPLAY_FILE_KIND, REPLAY_ARRAYS)
+        allowed = replay_arrays(observation_space)
+        # the observation arrays of another space pass this first check (headers only), so that the metadata's
+        # check names both spaces
+        other_obs = {member for member in members if member.split(".", 1)[0] in OBS_ARRAYS}
+        headers = read_npz_headers(file, name, REPLAY_FILE_KIND, allowed | other_obs)
         check_header(headers, "metadata", np.uint8, (None,), name, REPLAY_FILE_KIND, max_rows=MAX_METADATA_BYTES)
         metadata = _replay_metadata(_read_npz_arrays(file, name, ["metadata"])["metadata"], name)
         _check_replay_headers(headers, metadata, observation_space, action_space, name, max_buffer_size)
+        unexpected = sorted(set(headers) - allowed)
+        if unexpected:
+            raise ValueError(f"{name} is not a valid PathReplayBuffer file: unexpected arrays {unexpected} for its spaces")
         arrays = _read_npz_arrays(file, name, list(headers))
         return cls._from_arrays(arrays, metadata, observation_space, action_space, device, name)
 
@@ -1226,8 +1265,7 @@ class PathReplayBuffer(BaseBuffer):
             return ValueError(f"{name} is not a valid PathReplayBuffer file: {problem}")
 
         # the spaces and sizes were checked against the file's headers (_check_replay_headers)
-        obs_shape = tuple(int(n) for n in get_obs_shape(observation_space))
-        obs_dtype = np.dtype(observation_space.dtype if observation_space.dtype is not None else np.float32)
+        layout = obs_layout(observation_space)
         action_dim = get_action_dim(action_space)
         try:
             buffer = cls(
@@ -1259,6 +1297,18 @@ class PathReplayBuffer(BaseBuffer):
             except ValueError as error:
                 raise bad(str(error)) from None
 
+        def obs_array(key: str, lead: tuple[int, ...]) -> Any:
+            if None in layout:
+                shape, dtype = layout[None]
+                return array(key, dtype, (*lead, *shape))
+            return ObsDict(
+                {sub: array(obs_member(key, sub), dtype, (*lead, *shape)) for sub, (shape, dtype) in layout.items()}
+            )
+
+        def obs_storable(values: Any, what: str, index_name: str) -> None:
+            for sub, (_, dtype) in layout.items():
+                storable(values if sub is None else values[sub], dtype, what if sub is None else f"{what} {sub!r}", index_name)
+
         path_ids = array("path_ids", np.int64)
         n_paths = len(path_ids)
         fields = {key: array(f"path_{key}", dtype, (n_paths,)) for key, dtype in PATH_FIELDS.items()}
@@ -1268,9 +1318,9 @@ class PathReplayBuffer(BaseBuffer):
         n_stored = sum(lengths)
         slots = array("path_slots", np.int64, (n_stored,))
         free_slots = array("free_slots", np.int64)
-        final_obs = array("path_final_obs", obs_dtype, (n_paths, *obs_shape))
+        final_obs = obs_array("path_final_obs", (n_paths,))
         open_paths = array("open_paths", np.int64, (n_envs,))
-        last_next_obs = array("last_next_obs", obs_dtype, (n_envs, *obs_shape))
+        last_next_obs = obs_array("last_next_obs", (n_envs,))
         last_next_known = array("last_next_obs_known", bool, (n_envs,))
         next_path_id, add_count = metadata["next_path_id"], metadata["add_count"]
         # version 1 listed every free slot, the never used ones included
@@ -1290,14 +1340,14 @@ class PathReplayBuffer(BaseBuffer):
             if np.any(fields[key] < 0) or np.any(fields[key] > add_count):
                 raise bad(f"a path's {key} is outside [0, add_count={add_count}]")
         storable(fields["total_return"], np.float64, "path return", "path")
-        storable(final_obs[fields["has_final"]], obs_dtype, "final observation", "path")
-        storable(last_next_obs[last_next_known], obs_dtype, "last next observation", "env")
+        obs_storable(final_obs[fields["has_final"]], "final observation", "path")
+        obs_storable(last_next_obs[last_next_known], "last next observation", "env")
 
         if metadata["allocated"]:
-            observations = array("observations", obs_dtype, (buffer_size, *obs_shape))
+            observations = obs_array("observations", (buffer_size,))
             actions = array("actions", np.float32, (buffer_size, action_dim))
             rewards = array("rewards", np.float32, (buffer_size,))
-            storable(observations, obs_dtype, "observation", "slot")
+            obs_storable(observations, "observation", "slot")
             storable(actions, np.float32, "action", "slot")
             storable(rewards, np.float32, "reward", "slot")
             # the slots below next_fresh_slot are each held by one path or free (the others were never used)
@@ -1454,8 +1504,8 @@ def _replay_metadata(raw: np.ndarray, name: str) -> dict[str, Any]:
     expected = {
         "buffer_size": int,
         "n_envs": int,
-        "obs_shape": list,
-        "obs_dtype": str,
+        "obs_shape": (list, dict),
+        "obs_dtype": (str, dict),
         "action_dim": int,
         "settings": dict,
         "allocated": bool,
@@ -1465,7 +1515,7 @@ def _replay_metadata(raw: np.ndarray, name: str) -> dict[str, Any]:
     for key, kind in expected.items():
         value: Any = metadata.get(key)
         negative_int = kind is int and (isinstance(value, bool) or (isinstance(value, int) and value < 0))
-        if not isinstance(value, kind) or negative_int:
+        if not isinstance(value, kind) or negative_int:  # type: ignore[arg-type]
             raise ValueError(f"{name} is not a valid PathReplayBuffer file: metadata {key!r} is {value!r}")
     unknown = set(metadata["settings"]) - set(PathReplayBuffer.SETTINGS)
     if unknown:
@@ -1492,6 +1542,46 @@ REPLAY_ARRAYS = frozenset(
         *(f"path_{key}" for key in PATH_FIELDS),
     }
 )
+#: the arrays of a replay file that hold observations (one array each, or one per key of a Dict space)
+OBS_ARRAYS = ("observations", "last_next_obs", "path_final_obs")
+
+
+def replay_arrays(observation_space: spaces.Space) -> frozenset[str]:
+    """
+    :param observation_space: the loading model's observation space
+    :return: the arrays a replay file for it may hold: :data:`REPLAY_ARRAYS`, with the observation arrays named per
+        key for a Dict space (``observations.<key>``, ...)
+    """
+    layout = obs_layout(observation_space)
+    if None in layout:
+        return REPLAY_ARRAYS
+    return (REPLAY_ARRAYS - set(OBS_ARRAYS)) | {obs_member(name, key) for name in OBS_ARRAYS for key in layout}
+
+
+def _obs_metadata(observation_space: spaces.Space) -> dict[str, Any]:
+    """:return: the ``obs_shape`` and ``obs_dtype`` entries of a replay file's metadata (dicts by key for a Dict space)"""
+    layout = obs_layout(observation_space)
+    if None in layout:
+        shape, dtype = layout[None]
+        return {"obs_shape": list(shape), "obs_dtype": dtype.name}
+    return {
+        "obs_shape": {key: list(shape) for key, (shape, _) in layout.items()},
+        "obs_dtype": {key: dtype.name for key, (_, dtype) in layout.items()},
+    }
+
+
+def _shape_text(shape: Any) -> str:
+    """:return: an ``obs_shape`` metadata entry as a tuple, or a dict of tuples by key"""
+    if isinstance(shape, dict):
+        return str({key: tuple(value) if isinstance(value, list) else value for key, value in shape.items()})
+    return str(tuple(shape))
+
+
+def _obs_members(name: str, obs: Any) -> dict[str, np.ndarray]:
+    """:return: the ``.npz`` arrays holding the observations ``name``: one, or one per key of an :class:`ObsDict`"""
+    if isinstance(obs, dict):
+        return {obs_member(name, key): value for key, value in obs.items()}
+    return {name: obs}
 
 
 def _read_npz_arrays(file: IO[bytes], name: str, keys: list[str]) -> dict[str, np.ndarray]:
@@ -1528,15 +1618,15 @@ def _check_replay_headers(
     :param max_buffer_size: the largest ``buffer_size`` accepted (``None``: no limit)
     :raises ValueError: naming the file and the first size or array that does not fit
     """
-    obs_shape = tuple(int(n) for n in get_obs_shape(observation_space))
-    obs_dtype = np.dtype(observation_space.dtype if observation_space.dtype is not None else np.float32)
+    layout = obs_layout(observation_space)
     action_dim = get_action_dim(action_space)
-    saved = (tuple(metadata["obs_shape"]), metadata["obs_dtype"], metadata["action_dim"])
-    if saved != (obs_shape, obs_dtype.name, action_dim):
+    expected_obs = _obs_metadata(observation_space)
+    saved = (metadata["obs_shape"], metadata["obs_dtype"], metadata["action_dim"])
+    if saved != (expected_obs["obs_shape"], expected_obs["obs_dtype"], action_dim):
         raise ValueError(
-            f"{name} holds a replay of observations of shape {saved[0]} ({saved[1]}) and actions of dimension "
-            f"{saved[2]}; this model has observations of shape {obs_shape} ({obs_dtype.name}) and actions of "
-            f"dimension {action_dim}"
+            f"{name} holds a replay of observations of shape {_shape_text(saved[0])} ({saved[1]}) and actions of "
+            f"dimension {saved[2]}; this model has observations of shape {_shape_text(expected_obs['obs_shape'])} "
+            f"({expected_obs['obs_dtype']}) and actions of dimension {action_dim}"
         )
     buffer_size, n_envs = metadata["buffer_size"], metadata["n_envs"]
     if max_buffer_size is not None and buffer_size > max_buffer_size:
@@ -1554,13 +1644,17 @@ def _check_replay_headers(
     n_paths = expect("path_ids", np.int64, (None,), max_paths).shape[0]
     for key, dtype in PATH_FIELDS.items():
         expect(f"path_{key}", dtype, (n_paths,))
-    expect("path_final_obs", obs_dtype, (n_paths, *obs_shape))
+    for sub, (shape, dtype) in layout.items():
+        expect(obs_member("path_final_obs", sub), dtype, (n_paths, *shape))
+        expect(obs_member("last_next_obs", sub), dtype, (n_envs, *shape))
     expect("path_slots", np.int64, (None,), buffer_size)
     expect("free_slots", np.int64, (None,), buffer_size)
     expect("open_paths", np.int64, (n_envs,))
-    expect("last_next_obs", obs_dtype, (n_envs, *obs_shape))
     expect("last_next_obs_known", bool, (n_envs,))
-    storage = {"observations": (obs_dtype, obs_shape), "actions": (np.float32, (action_dim,)), "rewards": (np.float32, ())}
+    storage: dict[str, tuple[Any, tuple[int, ...]]] = {
+        obs_member("observations", sub): (dtype, shape) for sub, (shape, dtype) in layout.items()
+    }
+    storage.update(actions=(np.float32, (action_dim,)), rewards=(np.float32, ()))
     for key, (dtype, shape) in storage.items():
         if metadata["allocated"]:
             expect(key, dtype, (buffer_size, *shape))

@@ -588,8 +588,15 @@ def seed_replay(
     :param scale_action: maps env actions to the policy's action space (``None``: stored as they are)
     :return: the number of paths and of transitions added
     :raises ValueError: when an episode does not fit the spaces, or the replay would have no room left for one
-        collected transition per env
+        collected transition per env; for a Dict observation space (episodes files and Minari datasets hold one
+        observation array: add such paths with ``buffer.add_path``, which takes a dict of arrays)
     """
+    if isinstance(observation_space, spaces.Dict):
+        raise ValueError(
+            f"Demonstrations of Dict observations ({observation_space}) are not supported: episodes files and Minari "
+            "datasets hold one observation array per step. Add such paths with model.replay_buffer.add_path("
+            "observations, actions, rewards, seed=True), whose observations are a dict of (T + 1, ...) arrays"
+        )
     room = buffer.buffer_size - buffer.n_seeded_transitions - buffer.n_envs
     # a file or dataset folder larger than the room is refused from its declared sizes, before it is read
     checked = _checked_demonstrations(episodes, observation_space, action_space, max(room, 0))

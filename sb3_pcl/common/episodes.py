@@ -47,6 +47,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
 from sb3_pcl.common.actions import to_env_actions
+from sb3_pcl.common.dict_obs import ObsDict, as_obs_arrays, copy_obs, flat_rows, stack_obs
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.validation import check, check_storable, is_int, is_real
 
@@ -249,16 +250,18 @@ def check_group_sync(
     """
     Check that the ``K`` episodes of every group start from the same observation (and reset info).
 
-    :param obs: first observations ``(n_groups * K, ...)`` after seeded resets, one per episode in slot order;
-        compare the env's own observations (:func:`original_observations`), not normalised ones
+    :param obs: first observations ``(n_groups * K, ...)`` after seeded resets (a dict of such arrays for a Dict
+        space), one per episode in slot order; compare the env's own observations (:func:`original_observations`),
+        not normalised ones
     :param num_samples: ``K``
     :param reset_infos: the reset infos of the episodes (``VecEnv.reset_infos``), compared too when given
     :param sequential: whether the copies of a group were played one after another (several passes): the message
         then says that the env must not carry state from one episode to the next
     :raises GroupSyncError: naming the first groups whose envs differ
     """
-    n_envs = len(obs)
-    grouped = np.asarray(obs).reshape(n_envs // num_samples, num_samples, -1)
+    rows = flat_rows(obs)
+    n_envs = len(rows)
+    grouped = rows.reshape(n_envs // num_samples, num_samples, -1)
     bad = [int(g) for g in np.flatnonzero(~np.all(grouped == grouped[:, :1], axis=(1, 2)))]
     what = "first observations"
     if not bad and reset_infos is not None:
@@ -287,9 +290,9 @@ def check_group_sync(
 
 
 def _array_obs(obs: Any) -> np.ndarray:
-    if isinstance(obs, (dict, tuple)):
-        raise ValueError("Dict and Tuple observations are not supported by the episode batches")
-    return np.asarray(obs)
+    if isinstance(obs, tuple):
+        raise ValueError("Tuple observations are not supported by the episode batches")
+    return as_obs_arrays(obs)  # an ObsDict for Dict observations
 
 
 def original_observations(env: VecEnv, obs: Any) -> np.ndarray:
@@ -302,7 +305,8 @@ def original_observations(env: VecEnv, obs: Any) -> np.ndarray:
 
     :param env: the VecEnv (wrappers are looked through)
     :param obs: the observations ``env`` last returned
-    :return: the observations before the innermost ``VecNormalize``, else ``obs``
+    :return: the observations before the innermost ``VecNormalize``, else ``obs`` (an
+        :class:`~sb3_pcl.common.dict_obs.ObsDict` for Dict observations)
     """
     normalize = None
     wrapper: VecEnv = env
@@ -316,7 +320,7 @@ def original_observations(env: VecEnv, obs: Any) -> np.ndarray:
 def _check_complete_groups(
     first_obs: list[np.ndarray], reset_infos: list[dict[str, Any]], num_samples: int, sequential: bool
 ) -> None:
-    """:func:`check_group_sync` on the groups whose ``K`` episodes have all been reset (in slot order)."""
+    """:func:`check_group_sync` on the groups whose ``K`` episodes have all been reset (rows of :func:`flat_rows`)."""
     complete = len(first_obs) // num_samples * num_samples
     if complete:
         check_group_sync(np.stack(first_obs[:complete]), num_samples, reset_infos[:complete], sequential)
@@ -347,14 +351,14 @@ def check_seeded_resets(env: VecEnv, num_samples: int, base_seed: int) -> np.nda
         obs = _array_obs(env.reset())
         observations.append(original_observations(env, obs))
         reset_infos.append([dict(info) for info in env.unwrapped.reset_infos])
-    if not np.array_equal(observations[0], observations[1]):
+    if not np.array_equal(flat_rows(observations[0]), flat_rows(observations[1])):
         raise UnseedableEnvError(
             "the env cannot be reset to a given seed: two resets with the same seeds gave different first observations "
             "(the reset ignores its seed, draws from np.random or an unseeded space, or carries state from one episode "
             "to the next)"
         )
     for original, infos in zip(observations, reset_infos, strict=True):
-        _check_complete_groups(list(original[used]), [infos[i] for i in used], num_samples, n_passes > 1)
+        _check_complete_groups(list(flat_rows(original)[used]), [infos[i] for i in used], num_samples, n_passes > 1)
     return obs
 
 
@@ -367,7 +371,8 @@ class EpisodeBatch:
     One episode per slot (``n_groups * K`` episodes, sample ``j % K`` of group ``j // K`` in slot ``j``),
     time-major and padded to the longest one.
 
-    :param observations: ``(T, N, *obs_shape)`` observation before each step (float32 for float observations)
+    :param observations: ``(T, N, *obs_shape)`` observation before each step (float32 for float observations; for a
+        Dict space an :class:`~sb3_pcl.common.dict_obs.ObsDict` of such arrays, one per key)
     :param actions: ``(T, N, *action_shape)`` actions as sampled by the policy (before clipping to a ``Box``)
     :param rewards: ``(T, N)`` rewards
     :param mask: ``(T, N)``, 1 on the steps of each episode, 0 after its end or the ``max_steps`` cap
@@ -375,7 +380,7 @@ class EpisodeBatch:
     :param log_probs: ``(T, N)`` log-probabilities of the actions at collection time
     :param ended: ``(N,)`` whether the episode ended within the batch (``False``: cut by ``max_steps``)
     :param terminated: ``(N,)`` whether it ended in a terminal state (not a time-limit truncation, not cut)
-    :param final_observations: ``(N, *obs_shape)`` observation after the last valid step
+    :param final_observations: ``(N, *obs_shape)`` observation after the last valid step (per key for a Dict space)
     :param seeds: ``(N,)`` reset seed of each episode
     :param num_samples: ``K``, episodes per start state
     """
@@ -450,7 +455,13 @@ _FINITE_HINT = (
 
 def _stored_obs(obs: Any, what: str = "observation") -> np.ndarray:
     """:return: observations as the batch stores them (float32 for floats), refusing values not finite there"""
-    array = _array_obs(obs)
+    observations = _array_obs(obs)
+    if isinstance(observations, ObsDict):
+        return ObsDict({key: _stored_array(value, f"{what} {key!r}") for key, value in observations.items()})  # type: ignore[return-value]
+    return _stored_array(observations, what)
+
+
+def _stored_array(array: np.ndarray, what: str) -> np.ndarray:
     dtype = np.float32 if array.dtype.kind == "f" else array.dtype
     return check_storable(array, dtype, what, "env index", _FINITE_HINT)
 
@@ -484,7 +495,7 @@ def _play_pass(
     masks: list[np.ndarray] = []
     starts: list[np.ndarray] = []
     log_probs: list[np.ndarray] = []
-    final_observations = np.array(obs, copy=True)
+    final_observations = copy_obs(obs)
     alive = slots >= 0  # an env without a slot plays nothing the batch uses
     ended = np.zeros(n_envs, dtype=bool)
     terminated = np.zeros(n_envs, dtype=bool)
@@ -504,7 +515,7 @@ def _play_pass(
         new_obs = _stored_obs(raw_new_obs)
 
         valid = alive.copy()
-        observations.append(np.array(obs, copy=True))
+        observations.append(copy_obs(obs))
         actions.append(sampled_actions)
         rewards.append(check_storable(step_rewards, np.float32, "reward", "env index", _FINITE_HINT))
         masks.append(valid.astype(np.float32))
@@ -514,7 +525,7 @@ def _play_pass(
         finished = valid & dones
         terminals = [i for i in np.flatnonzero(finished) if infos[i].get("terminal_observation") is not None]
         if terminals:
-            ends = np.array(_array_obs(raw_new_obs), copy=True)
+            ends = copy_obs(_array_obs(raw_new_obs))
             for i in terminals:
                 ends[i] = infos[i]["terminal_observation"]
             final_observations[terminals] = _stored_obs(ends, "terminal observation")[terminals]
@@ -536,7 +547,7 @@ def _play_pass(
         final_observations[i] = obs[i]
 
     return EpisodeBatch(
-        observations=np.stack(observations),
+        observations=stack_obs(observations),
         actions=np.stack(actions),
         rewards=np.stack(rewards),
         mask=np.stack(masks),
@@ -553,19 +564,36 @@ def _play_pass(
 def _merge_passes(passes: list[EpisodeBatch], pass_slots: list[np.ndarray], n_episodes: int) -> EpisodeBatch:
     """:return: the batch whose slot ``j`` holds the episode the passes played in slot ``j``, padded to the longest"""
     n_steps = max(played.n_steps for played in passes)
-    merged: dict[str, np.ndarray] = {}
+    merged: dict[str, Any] = {}
     for name in (*_STEP_FIELDS, *_EPISODE_FIELDS):
         step_field = name in _STEP_FIELDS
-        first = getattr(passes[0], name)
-        shape = (n_steps, n_episodes, *first.shape[2:]) if step_field else (n_episodes, *first.shape[1:])
-        merged[name] = np.zeros(shape, dtype=first.dtype)
-        for played, slots in zip(passes, pass_slots, strict=True):
-            used = slots >= 0
-            if step_field:
-                merged[name][: played.n_steps, slots[used]] = getattr(played, name)[:, used]
-            else:
-                merged[name][slots[used]] = getattr(played, name)[used]
+        values = [getattr(played, name) for played in passes]
+        if isinstance(values[0], ObsDict):
+            merged[name] = ObsDict(
+                {
+                    key: _merge_field([value[key] for value in values], pass_slots, n_steps, n_episodes, step_field)
+                    for key in values[0]
+                }
+            )
+        else:
+            merged[name] = _merge_field(values, pass_slots, n_steps, n_episodes, step_field)
     return EpisodeBatch(**merged, num_samples=passes[0].num_samples)
+
+
+def _merge_field(
+    values: list[np.ndarray], pass_slots: list[np.ndarray], n_steps: int, n_episodes: int, step_field: bool
+) -> np.ndarray:
+    """:return: one field of :func:`_merge_passes`: the passes' arrays ``values`` (``(T, N, ...)`` or ``(N, ...)``) merged"""
+    first = values[0]
+    shape = (n_steps, n_episodes, *first.shape[2:]) if step_field else (n_episodes, *first.shape[1:])
+    merged = np.zeros(shape, dtype=first.dtype)
+    for value, slots in zip(values, pass_slots, strict=True):
+        used = slots >= 0
+        if step_field:
+            merged[: len(value), slots[used]] = value[:, used]
+        else:
+            merged[slots[used]] = value[used]
+    return merged
 
 
 def collect_episode_batch(
@@ -612,7 +640,7 @@ def collect_episode_batch(
         if check_sync:
             used = np.flatnonzero(slots >= 0)
             infos = env.unwrapped.reset_infos
-            first_obs.extend(original_observations(env, obs)[used])
+            first_obs.extend(flat_rows(original_observations(env, obs))[used])
             first_infos.extend(infos[i] for i in used)
             _check_complete_groups(first_obs, first_infos, num_samples, n_passes > 1)
         played = _play_pass(env, policy, obs, max_steps, seeds, slots, num_samples, on_step)

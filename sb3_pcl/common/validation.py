@@ -4,11 +4,15 @@ entering storage, env outputs entering the policy, and the finiteness of every u
 """
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+
+from sb3_pcl.common.dict_obs import dict_subspaces
 
 
 def is_int(value: Any) -> bool:
@@ -127,7 +131,8 @@ def check_env_outputs(observations: Any, rewards: Any = None, where: str = "step
     observation of 1e39 is finite in the env but ``inf`` in the network), rewards finite in float32. Integer
     observations are not checked (they cannot be NaN). Cheap enough to run on every vectorised step.
 
-    :param observations: the observations of every env, ``(n_envs, ...)`` (SB3's VecEnv output)
+    :param observations: the observations of every env, ``(n_envs, ...)`` (SB3's VecEnv output; a dict of such
+        arrays for a Dict space)
     :param rewards: the rewards of every env, ``(n_envs,)`` (``None``: after a reset)
     :param where: ``"reset"`` or ``"step"``, for the message
     :param hint: a sentence appended to the message (what to check)
@@ -135,7 +140,12 @@ def check_env_outputs(observations: Any, rewards: Any = None, where: str = "step
         overflow float32
     """
     refusal = f"returned by the env's {where}(), refusing to act on it"
-    for values, what in ((observations, "observation" if where == "reset" else "next observation"), (rewards, "reward")):
+    obs_what = "observation" if where == "reset" else "next observation"
+    if isinstance(observations, dict):  # Dict observations: each key's array
+        checked = [(value, f"{obs_what} {key!r}") for key, value in observations.items()]
+    else:
+        checked = [(observations, obs_what)]
+    for values, what in (*checked, (rewards, "reward")):
         if values is None or isinstance(values, (dict, tuple)):
             continue
         array = np.asarray(values)
@@ -212,40 +222,81 @@ def check_saved_by(model: Any) -> None:
         )
 
 
-def check_observation_space(algorithm: str, observation_space: spaces.Space | None) -> None:
+#: what to do with an observation space an algorithm does not take
+FLATTEN_HINT = (
+    "flatten the observations with gymnasium.wrappers.FlattenObservation, or wrap the VecEnv so that it returns one array"
+)
+
+
+def check_observation_space(algorithm: str, observation_space: spaces.Space, dict_supported: bool = False) -> None:
     """
     Refuse, before SB3 builds anything, the observation spaces our algorithms do not take.
 
-    Our replays and episode batches store one array per observation, so Dict and Tuple spaces (SB3's
-    ``MultiInputPolicy``) are not supported; SB3's own message would send the user to ``MultiInputPolicy``, which
-    then fails as an unknown policy.
+    ``Tuple`` spaces are never supported. ``Dict`` spaces (SB3's ``MultiInputPolicy``) are where ``dict_supported``
+    (the replay and the episode batches store one array per key), if none of their sub-spaces is itself a ``Dict`` or
+    a ``Tuple`` (SB3's ``CombinedExtractor`` takes neither).
 
     :param algorithm: the algorithm's name, for the message
-    :param observation_space: the env's observation space (``None``: the policy asked for is ``MultiInputPolicy``)
-    :raises ValueError: for a Dict or Tuple observation space, saying what to do instead
+    :param observation_space: the env's observation space
+    :param dict_supported: whether the algorithm takes ``Dict`` observation spaces
+    :raises ValueError: for an unsupported space, naming it and saying what to do instead
     """
-    if observation_space is None or isinstance(observation_space, (spaces.Dict, spaces.Tuple)):
+    if isinstance(observation_space, spaces.Tuple) or (isinstance(observation_space, spaces.Dict) and not dict_supported):
+        supported = "Tuple" if dict_supported else "Dict or Tuple"
         raise ValueError(
-            f"{algorithm} does not support Dict or Tuple observation spaces (got {type(observation_space).__name__}; "
-            "there is no MultiInputPolicy): flatten the observations with gymnasium.wrappers.FlattenObservation, "
-            "or wrap the VecEnv so that it returns one array"
+            f"{algorithm} does not support {supported} observation spaces (got {observation_space}): {FLATTEN_HINT}"
+        )
+    if isinstance(observation_space, spaces.Dict):
+        try:
+            dict_subspaces(observation_space)
+        except ValueError as error:
+            raise ValueError(f"{algorithm}: {error}") from None
+
+
+def check_policy_observation_space(algorithm: str, policy_class: type, observation_space: spaces.Space) -> None:
+    """
+    Refuse a policy that cannot read the observation space: ``MultiInputPolicy`` needs a ``Dict`` space, and the
+    recurrent policies take no ``Dict`` space (SB3 itself refuses ``MlpPolicy`` and ``CnnPolicy`` for one).
+
+    :param algorithm: the algorithm's name, for the message
+    :param policy_class: the policy class the model builds
+    :param observation_space: the model's observation space
+    :raises ValueError: naming the policy, the space and what to use instead
+    """
+    is_dict = isinstance(observation_space, spaces.Dict)
+    if issubclass(policy_class, MultiInputActorCriticPolicy) and not is_dict:
+        raise ValueError(
+            f"{algorithm}: {policy_class.__name__} (MultiInputPolicy) reads Dict observations, but the observation space "
+            f"is {observation_space}: use MlpPolicy (or CnnPolicy for images)"
+        )
+    if issubclass(policy_class, RecurrentActorCriticPolicy) and is_dict:
+        raise ValueError(
+            f"{algorithm}: the recurrent policy {policy_class.__name__} does not support Dict observation spaces (got "
+            f"{observation_space}): use MultiInputPolicy (feed-forward), or {FLATTEN_HINT}"
         )
 
 
 class ObservationSpaceChecks:
     """
     Mixin (before SB3's base class) that refuses unsupported observation spaces on every path: the env given to the
-    constructor, ``set_env`` or ``load``, and the ``MultiInputPolicy`` name (see :func:`check_observation_space`).
+    constructor, ``set_env`` or ``load`` (see :func:`check_observation_space`), and the ``MultiInputPolicy`` name
+    where the class has none.
     """
+
+    #: whether the class takes ``Dict`` observation spaces (``MultiInputPolicy``)
+    supports_dict_observations: ClassVar[bool] = False
 
     @classmethod
     def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
         """SB3's wrapping, after a clear error for observation spaces the algorithm does not take."""
-        check_observation_space(cls.__name__, env.observation_space)
+        check_observation_space(cls.__name__, env.observation_space, cls.supports_dict_observations)
         return super()._wrap_env(env, verbose, monitor_wrapper)  # type: ignore[misc]
 
     def _get_policy_from_name(self, policy_name: str) -> Any:
-        """SB3's lookup, after a clear error for ``MultiInputPolicy`` (Dict observations)."""
-        if policy_name == "MultiInputPolicy":
-            check_observation_space(type(self).__name__, None)
+        """SB3's lookup, after a clear error for ``MultiInputPolicy`` where the class has none."""
+        if policy_name == "MultiInputPolicy" and policy_name not in self.policy_aliases:  # type: ignore[attr-defined]
+            raise ValueError(
+                f"{type(self).__name__} has no MultiInputPolicy (it does not support Dict observation spaces): use PCL, "
+                f"TrustPCL, Reinforce or UREX with MultiInputPolicy, or {FLATTEN_HINT}"
+            )
         return super()._get_policy_from_name(policy_name)  # type: ignore[misc]

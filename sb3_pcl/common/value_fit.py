@@ -21,6 +21,7 @@ import torch as th
 
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import value_targets
+from sb3_pcl.common.dict_obs import merge_leading
 from sb3_pcl.common.trust_region import ridge_regression
 from sb3_pcl.common.validation import check, check_finite_update, gradient_norm, is_int, is_real
 
@@ -121,7 +122,7 @@ class _RegressionFit(ValueFit):
             targets = value_targets(model._consistency(batch, values, log_prob, final_values, ent_coef))
             intended = self.mix * targets + (1.0 - self.mix) * values
         n_steps, n_paths = batch.mask.shape
-        return batch.observations.reshape(n_steps * n_paths, *batch.observations.shape[2:]), intended
+        return merge_leading(batch.observations, n_steps * n_paths), intended
 
     def regression_loss(self, obs: th.Tensor, intended: th.Tensor, mask: th.Tensor) -> th.Tensor:
         """:return: the mean squared error of the current value to ``intended`` over the valid steps of ``mask``"""

@@ -1,4 +1,4 @@
 from sb3_pcl.pcl.pcl import PCL
-from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedMlpPolicy
+from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, MultiInputPolicy, UnifiedMlpPolicy, UnifiedMultiInputPolicy
 
-__all__ = ["PCL", "CnnPolicy", "MlpPolicy", "UnifiedMlpPolicy"]
+__all__ = ["PCL", "CnnPolicy", "MlpPolicy", "MultiInputPolicy", "UnifiedMlpPolicy", "UnifiedMultiInputPolicy"]

@@ -27,6 +27,7 @@ from sb3_pcl.common.consistency import (
     value_targets,
 )
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
+from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
 from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.trust_region import state_kl
@@ -36,12 +37,21 @@ from sb3_pcl.common.validation import (
     check,
     check_budget,
     check_env_outputs,
+    check_policy_observation_space,
     check_saved_by,
     is_int,
     is_real,
 )
 from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
-from sb3_pcl.pcl.policies import CnnPolicy, MlpPolicy, UnifiedPolicy, UnifiedValue, distribution_and_values
+from sb3_pcl.pcl.policies import (
+    CnnPolicy,
+    MlpPolicy,
+    MultiInputPolicy,
+    UnifiedMultiInputPolicy,
+    UnifiedPolicy,
+    UnifiedValue,
+    distribution_and_values,
+)
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 SAMPLE_FROM = ("online", "target")
@@ -171,7 +181,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
         "UnifiedMlpPolicy": UnifiedPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
+        "UnifiedMultiInputPolicy": UnifiedMultiInputPolicy,
     }
+    supports_dict_observations = True
     #: whether replay batches carry each segment's path history from the path start (recurrent policies)
     replay_from_start: ClassVar[bool] = False
     policy: ActorCriticPolicy
@@ -320,6 +333,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
 
     def _setup_model(self) -> None:
         check_saved_by(self)
+        check_policy_observation_space(type(self).__name__, self.policy_class, self.observation_space)
         self._check_hyperparameters()  # also the values of a loaded model
         if self.replay_buffer_class is None:
             self.replay_buffer_class = PathReplayBuffer  # type: ignore[assignment]
@@ -487,10 +501,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         """
         n_steps, n_paths = batch.mask.shape
         n_rows = n_steps * n_paths
-        obs = batch.observations.reshape(n_rows, *batch.observations.shape[2:])
+        obs = merge_leading(batch.observations, n_rows)
         actions = self._prepare_actions(batch.actions.reshape(n_rows, -1))
         # one pass over the T * B steps and the B final states
-        distribution, all_values = distribution_and_values(policy, th.cat((obs, batch.final_observations)), n_rows)
+        distribution, all_values = distribution_and_values(policy, cat_obs(obs, batch.final_observations), n_rows)
         log_prob = distribution.log_prob(actions).reshape(n_steps, n_paths)
         values = all_values[:n_rows].reshape(n_steps, n_paths)
         final_values = all_values[n_rows:].reshape(n_paths) * (1.0 - batch.terminated)
@@ -505,7 +519,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         """
         n_steps, n_paths = batch.mask.shape
         n_rows = n_steps * n_paths
-        distribution = policy.get_distribution(batch.observations.reshape(n_rows, *batch.observations.shape[2:]))
+        distribution = policy.get_distribution(merge_leading(batch.observations, n_rows))
         actions = self._prepare_actions(batch.actions.reshape(n_rows, -1))
         return distribution.log_prob(actions).reshape(n_steps, n_paths), distribution
 
@@ -701,7 +715,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     @staticmethod
     def _valid_observations(batch: PathBatch) -> th.Tensor:
         """:return: the observations of the batch's valid (unpadded) steps, flattened to ``(n_valid, *obs_shape)``"""
-        return batch.observations.reshape(-1, *batch.observations.shape[2:])[batch.mask.reshape(-1).bool()]
+        valid = batch.mask.reshape(-1).bool()
+        return map_obs(lambda obs: obs.reshape(-1, *obs.shape[2:])[valid], batch.observations)
 
     def _kl_to_target(self, batch: PathBatch) -> float:
         """:return: the mean ``KL(pi_target || pi)`` over the valid states of a batch"""

@@ -10,8 +10,10 @@ Unified PCL uses one network for both: ``pi = softmax(logits)`` and
 ``V(s) = temperature * logsumexp(logits)``, with ``temperature = ent_coef + lambda`` (set by PCL); for
 ``MultiDiscrete`` actions ``pi`` is factorised over the components and
 ``V(s) = temperature * sum_k logsumexp(logits_k)``. :class:`UnifiedValue` holds that value and its
-temperature; :class:`UnifiedPolicy` is the feed-forward policy built on it
-(:class:`~sb3_pcl.recurrent_pcl.policies.UnifiedLstmPolicy` the recurrent one).
+temperature; :class:`UnifiedPolicy` is the feed-forward policy built on it (:class:`UnifiedMultiInputPolicy` for
+``Dict`` observations, :class:`~sb3_pcl.recurrent_pcl.policies.UnifiedLstmPolicy` the recurrent one).
+
+``MultiInputPolicy`` is SB3's ``MultiInputActorCriticPolicy``, for ``Dict`` observations (SB3's ``CombinedExtractor``).
 """
 
 from typing import Any
@@ -20,13 +22,15 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.distributions import Distribution
-from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, BaseModel
+from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, BaseModel, MultiInputActorCriticPolicy
+from stable_baselines3.common.torch_layers import CombinedExtractor
 from stable_baselines3.common.type_aliases import PyTorchObs
 
 from sb3_pcl.common.consistency import soft_value
 
 MlpPolicy = ActorCriticPolicy
 CnnPolicy = ActorCriticCnnPolicy
+MultiInputPolicy = MultiInputActorCriticPolicy
 
 
 def unified_action_dims(action_space: spaces.Space, policy_name: str = "a unified policy") -> list[int]:
@@ -145,6 +149,20 @@ class UnifiedPolicy(UnifiedValue):
 UnifiedMlpPolicy = UnifiedPolicy
 
 
+class UnifiedMultiInputPolicy(UnifiedPolicy):
+    """
+    :class:`UnifiedPolicy` for ``Dict`` observations: SB3's ``CombinedExtractor`` (one extractor per key, concatenated)
+    by default, as ``MultiInputPolicy``.
+
+    :param args: the arguments of :class:`UnifiedPolicy`
+    :param kwargs: its keyword arguments (``features_extractor_class`` defaults to ``CombinedExtractor``)
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("features_extractor_class", CombinedExtractor)
+        super().__init__(*args, **kwargs)
+
+
 def distribution_and_values(policy: ActorCriticPolicy, obs: th.Tensor, n_actions: int) -> tuple[Distribution, th.Tensor]:
     """
     The action distribution of the first ``n_actions`` observations and the values of all of them, in one pass of the
@@ -168,7 +186,9 @@ def distribution_and_values(policy: ActorCriticPolicy, obs: th.Tensor, n_actions
 __all__ = [
     "CnnPolicy",
     "MlpPolicy",
+    "MultiInputPolicy",
     "UnifiedMlpPolicy",
+    "UnifiedMultiInputPolicy",
     "UnifiedPolicy",
     "UnifiedValue",
     "distribution_and_values",

@@ -43,6 +43,7 @@ class RecurrentPCL(PCL):
         "CnnLstmPolicy": CnnLstmPolicy,
         "UnifiedMlpLstmPolicy": UnifiedMlpLstmPolicy,
     }
+    supports_dict_observations = False
     replay_from_start = True
     policy: MlpLstmPolicy  # type: ignore[assignment]
     policy_target: MlpLstmPolicy  # type: ignore[assignment]

@@ -6,14 +6,16 @@ state-independent log-std for ``Box`` actions; the value head is unused by these
 ``MlpLstmPolicy`` is the recurrent policy of the original code: an LSTM fed with the observation and
 the previous action, linear action and value heads on its output (:mod:`sb3_pcl.common.recurrent`).
 ``CnnPolicy`` (SB3's ``ActorCriticCnnPolicy``) and ``CnnLstmPolicy`` are the same with SB3's ``NatureCNN`` reading
-image observations.
+image observations. ``MultiInputPolicy`` (SB3's ``MultiInputActorCriticPolicy``) reads ``Dict`` observations with SB3's
+``CombinedExtractor``; the recurrent policies take no ``Dict`` observations.
 """
 
-from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy
+from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, MultiInputActorCriticPolicy
 
 from sb3_pcl.common.recurrent import CnnLstmPolicy, MlpLstmPolicy
 
 MlpPolicy = ActorCriticPolicy
 CnnPolicy = ActorCriticCnnPolicy
+MultiInputPolicy = MultiInputActorCriticPolicy
 
-__all__ = ["CnnLstmPolicy", "CnnPolicy", "MlpLstmPolicy", "MlpPolicy"]
+__all__ = ["CnnLstmPolicy", "CnnPolicy", "MlpLstmPolicy", "MlpPolicy", "MultiInputPolicy"]

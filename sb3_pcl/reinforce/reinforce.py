@@ -16,6 +16,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.utils import FloatSchedule, safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_pcl.common.dict_obs import map_obs
 from sb3_pcl.common.episodes import (
     MAX_SEED,
     EpisodeBatch,
@@ -37,11 +38,12 @@ from sb3_pcl.common.validation import (
     check,
     check_budget,
     check_finite_update,
+    check_policy_observation_space,
     check_saved_by,
     is_int,
     is_real,
 )
-from sb3_pcl.reinforce.policies import CnnLstmPolicy, CnnPolicy, MlpLstmPolicy, MlpPolicy
+from sb3_pcl.reinforce.policies import CnnLstmPolicy, CnnPolicy, MlpLstmPolicy, MlpPolicy, MultiInputPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
@@ -132,7 +134,9 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         "CnnPolicy": CnnPolicy,
         "MlpLstmPolicy": MlpLstmPolicy,
         "CnnLstmPolicy": CnnLstmPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
     }
+    supports_dict_observations = True
     policy: ActorCriticPolicy
 
     def __init__(
@@ -247,6 +251,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     def _setup_model(self) -> None:
         self._upgrade_old_save()
         check_saved_by(self)
+        check_policy_observation_space(type(self).__name__, self.policy_class, self.observation_space)
         self._check_hyperparameters()  # also the values a loaded model read from its file
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
@@ -383,7 +388,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
             entropy = entropy.reshape(n_envs, n_steps).T
         else:
             valid = batch.mask > 0
-            obs = th.as_tensor(batch.observations[valid], device=self.device)
+            obs = map_obs(lambda value: th.as_tensor(value, device=self.device), batch.observations[valid])
             actions = th.as_tensor(batch.actions[valid], device=self.device)
             if isinstance(self.action_space, spaces.Discrete):
                 actions = actions.long().flatten()

@@ -1,5 +1,5 @@
-"""Policies of UREX: the same as Reinforce's (``MlpPolicy``, ``MlpLstmPolicy``)."""
+"""Policies of UREX: the same as Reinforce's (``MlpPolicy``, ``MlpLstmPolicy``, ``MultiInputPolicy``, ...)."""
 
-from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy
+from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy, MultiInputPolicy
 
-__all__ = ["MlpLstmPolicy", "MlpPolicy"]
+__all__ = ["MlpLstmPolicy", "MlpPolicy", "MultiInputPolicy"]
