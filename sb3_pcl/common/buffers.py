@@ -62,7 +62,8 @@ PATH_HINT = (
 
 class PathHistory(NamedTuple):
     """
-    Each segment's path replayed from its first stored step, for recurrent policies.
+    Each segment's path replayed from its first stored step, for recurrent policies (which take no ``Dict``
+    observations).
 
     Column ``b`` holds the path's steps ``0 .. end_b - 1`` (the segment is the last ``L_b`` of them) and
     then the segment's final observation, padded after that; the segment's step ``t`` is row
@@ -78,7 +79,12 @@ class PathHistory(NamedTuple):
 
 
 class PathBatch(NamedTuple):
-    """A padded, time-major batch of ``B`` path segments of at most ``T`` steps."""
+    """
+    A padded, time-major batch of ``B`` path segments of at most ``T`` steps.
+
+    For a ``Dict`` observation space, ``observations`` and ``final_observations`` are dicts of such tensors, one per key
+    (as SB3's ``DictReplayBuffer`` samples them).
+    """
 
     observations: th.Tensor
     """``(T, B, *obs_shape)``; padding rows repeat a valid observation."""
@@ -365,9 +371,11 @@ class PathReplayBuffer(BaseBuffer):
     (or the oldest steps of a running one), so its transitions sit in ``buffer_size`` *slots* reused in any order,
     and each stored :class:`Path` lists its slots. Its attributes therefore do not all keep SB3's meaning:
 
-    - ``observations`` ``(buffer_size, *obs_shape)``, ``actions`` ``(buffer_size, action_dim)`` (float32, as sampled
-      by the policy) and ``rewards`` ``(buffer_size,)`` (float32) are slot-indexed, with no ``n_envs`` axis, and are
-      ``None`` until the first ``add``. Only the slots listed in some ``paths[i].slots`` hold stored transitions.
+    - ``observations`` ``(buffer_size, *obs_shape)`` (for a ``Dict`` space an :class:`~sb3_pcl.common.dict_obs.ObsDict`
+      of such arrays, one per key, in the sub-space's dtype, as SB3's ``DictReplayBuffer``), ``actions``
+      ``(buffer_size, action_dim)`` (float32, as sampled by the policy) and ``rewards`` ``(buffer_size,)`` (float32)
+      are slot-indexed, with no ``n_envs`` axis, and are ``None`` until the first ``add``. Only the slots listed in
+      some ``paths[i].slots`` hold stored transitions.
     - ``full`` keeps SB3's relation to ``size()``: every slot holds a transition (``size() == buffer_size``); read-only.
       Unlike SB3's, it can become ``False`` again, when evicting a whole path frees several slots.
     - ``pos``, ``next_observations``, ``dones`` and ``timeouts`` do not exist (there is no cursor, and a next
