@@ -5,6 +5,7 @@ the episode batches do too, in one pass or several; ``VecNormalize`` normalises 
 """
 
 import io
+import pickle
 from typing import Any
 
 import gymnasium as gym
@@ -212,3 +213,13 @@ def test_demonstrations_of_dict_observations_are_refused_naming_add_path() -> No
     episode = {"observations": np.zeros((3, 2), np.float32), "actions": np.zeros(2), "rewards": np.zeros(2)}
     with pytest.raises(ValueError, match=r"Demonstrations of Dict observations \(Dict\('goal'.*replay_buffer.add_path"):
         model.add_demonstrations([episode])
+
+
+def test_a_pickled_replay_of_dict_observations_keeps_working() -> None:
+    model = make(PCL)
+    model.learn(60)
+    restored = pickle.loads(pickle.dumps(model.replay_buffer))
+    assert isinstance(restored.observations, ObsDict)
+    np.testing.assert_array_equal(restored.observations["goal"], model.replay_buffer.observations["goal"])
+    model.replay_buffer = restored
+    model.learn(40, reset_num_timesteps=False)

@@ -497,6 +497,7 @@ class PathReplayBuffer(BaseBuffer):
         self.__dict__.update(state)
         self.__dict__.setdefault("distinct_paths", False)
         self.__dict__.setdefault("next_fresh_slot", self.buffer_size)  # older pickles list every free slot
+        self.__dict__.setdefault("obs_layout", obs_layout(self.observation_space))  # pickled before Dict observations
         self._rebuild_index()
 
     def _rebuild_index(self) -> None:
