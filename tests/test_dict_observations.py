@@ -223,3 +223,16 @@ def test_a_pickled_replay_of_dict_observations_keeps_working() -> None:
     np.testing.assert_array_equal(restored.observations["goal"], model.replay_buffer.observations["goal"])
     model.replay_buffer = restored
     model.learn(40, reset_num_timesteps=False)
+
+
+def test_non_finite_dict_observations_are_refused_where_they_enter_naming_the_key() -> None:
+    class NanGoalEnv(GoalLineEnv):
+        def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+            obs, reward, terminated, truncated, info = super().step(action)
+            return {**obs, "position": np.array([np.nan], np.float32)}, reward, terminated, truncated, info
+
+    for algo in (PCL, Reinforce):
+        settings, n_envs = ALGOS[algo]
+        model = algo("MultiInputPolicy", make_vec_env(NanGoalEnv, n_envs=n_envs, seed=0), seed=0, **settings)
+        with pytest.raises(ValueError, match=r"Non-finite (next )?observation 'position' \(NaN or inf\) at env index"):
+            model.learn(50)
