@@ -18,8 +18,9 @@ from benchmarks.run import main, parse_thresholds
 RESULTS_DIR = harness.REPO_ROOT / "benchmarks" / "results"
 CAMPAIGNS_DIR = harness.REPO_ROOT / "benchmarks" / "campaigns"
 #: harness result folders (``speed/learning``: the learning runs redone after the speed work of issue #34;
-#: ``mujoco/wall_clock``: the equal-wall-clock comparison of issue #35)
-SUITES = ("classic", "mujoco", "algorithmic", "recurrent", "speed/learning", "mujoco/wall_clock")
+#: ``mujoco/wall_clock``: the equal-wall-clock comparison of issue #35; ``classic_fresh``: PCL against PPO on seeds no
+#: entry was chosen on, issue #43)
+SUITES = ("classic", "mujoco", "algorithmic", "recurrent", "speed/learning", "mujoco/wall_clock", "classic_fresh")
 #: result folders of the tool benchmarks (no learning runs: a results.md and its plots)
 TOOL_SUITES = ("replay", "demonstrations", "speed")
 TINY_GRID = [
