@@ -15,6 +15,7 @@ import torch as th
 from pcl_testing import FAST
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
+from test_dict_observations import GoalLineEnv
 
 from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
 
@@ -38,6 +39,8 @@ CASES = [
     (UREX, "MlpPolicy", "CartPole-v1", {"num_samples": 2, "max_steps": 30}),
     (RecurrentPCL, "MlpLstmPolicy", "CartPole-v1", {**FAST, "policy_kwargs": {"lstm_hidden_size": 16}}),
     (RecurrentTrustPCL, "MlpLstmPolicy", "CartPole-v1", {**FAST, "policy_kwargs": {"lstm_hidden_size": 16}}),
+    (PCL, "MultiInputPolicy", GoalLineEnv, FAST),
+    (Reinforce, "MultiInputPolicy", GoalLineEnv, {"num_samples": 2, "max_steps": 30}),
 ]
 
 
@@ -58,7 +61,7 @@ def _predict(model: BaseAlgorithm, obs: np.ndarray, recurrent: bool) -> np.ndarr
 
 
 @pytest.mark.parametrize(("algo", "policy", "env_id", "kwargs"), CASES, ids=lambda case: getattr(case, "__name__", None))
-def test_learn_save_load_predict_on_cuda(algo: type, policy: str, env_id: str, kwargs: dict[str, Any], tmp_path: Path) -> None:
+def test_learn_save_load_predict_on_cuda(algo: type, policy: str, env_id: Any, kwargs: dict[str, Any], tmp_path: Path) -> None:
     env = make_vec_env(env_id, n_envs=4 if algo in (Reinforce, UREX) else 1, seed=0)
     model = algo(policy, env, seed=0, device="cuda", **kwargs)
     model.learn(300)

@@ -9,7 +9,7 @@ from stable_baselines3.common.utils import explained_variance
 
 from sb3_pcl import PCL, TrustPCL
 from sb3_pcl.common.actions import sample_actions
-from sb3_pcl.pcl.pcl import explained_variance_tensor, on_host
+from sb3_pcl.common.statistics import explained_variance_tensor, on_host
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"])

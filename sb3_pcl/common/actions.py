@@ -1,5 +1,7 @@
 """Acting: sampling a policy's actions cheaply, from them the actions the env receives, and gSDE's noise controls."""
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -8,6 +10,21 @@ from gymnasium import spaces
 from stable_baselines3.common.distributions import CategoricalDistribution, DiagGaussianDistribution
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import is_image_space
+
+
+@contextlib.contextmanager
+def no_distribution_checks() -> Iterator[None]:
+    """
+    Switch off the argument checks of ``torch.distributions`` objects for the duration (restored afterwards). Each check
+    reads the parameters' values, which on a GPU waits for the device; the finite checks of the updates
+    (:func:`~sb3_pcl.common.validation.check_finite_update`) keep non-finite parameters out instead.
+    """
+    validate = th.distributions.Distribution._validate_args
+    th.distributions.Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        th.distributions.Distribution.set_default_validate_args(validate)
 
 
 def sample_actions(policy: ActorCriticPolicy, observation: np.ndarray) -> th.Tensor:
@@ -23,29 +40,24 @@ def sample_actions(policy: ActorCriticPolicy, observation: np.ndarray) -> th.Ten
     :return: the sampled actions ``(n_envs, ...)``, a tensor on the policy's device, not tracked by autograd
     """
     space = policy.observation_space
-    validate = th.distributions.Distribution._validate_args
-    th.distributions.Distribution.set_default_validate_args(False)
-    try:
-        with th.inference_mode():
-            obs_tensor: Any
-            if isinstance(space, spaces.Box) and not is_image_space(space):
-                obs_tensor = th.as_tensor(observation, device=policy.device).reshape(-1, *space.shape)
-            else:
-                obs_tensor = policy.obs_to_tensor(observation)[0]
-            lean = type(policy).get_distribution is ActorCriticPolicy.get_distribution
-            if lean and type(policy.action_dist) in (DiagGaussianDistribution, CategoricalDistribution):
-                features = policy.extract_features(obs_tensor, policy.pi_features_extractor)
-                action_params = policy.action_net(policy.mlp_extractor.forward_actor(features))  # type: ignore[arg-type]
-                if isinstance(policy.action_dist, DiagGaussianDistribution):
-                    # Normal(mean, ones * exp(log_std)).rsample(), term by term
-                    scale = th.ones_like(action_params) * policy.log_std.exp()
-                    return action_params + th.empty_like(action_params).normal_() * scale
-                # Categorical(logits=...).sample(): multinomial draws from the normalised probabilities
-                probs = th.softmax(action_params - action_params.logsumexp(dim=-1, keepdim=True), dim=-1)
-                return th.multinomial(probs.reshape(-1, probs.shape[-1]), 1, True).T.reshape(probs.shape[:-1])
-            return policy._predict(obs_tensor, deterministic=False)
-    finally:
-        th.distributions.Distribution.set_default_validate_args(validate)
+    with no_distribution_checks(), th.inference_mode():
+        obs_tensor: Any
+        if isinstance(space, spaces.Box) and not is_image_space(space):
+            obs_tensor = th.as_tensor(observation, device=policy.device).reshape(-1, *space.shape)
+        else:
+            obs_tensor = policy.obs_to_tensor(observation)[0]
+        lean = type(policy).get_distribution is ActorCriticPolicy.get_distribution
+        if lean and type(policy.action_dist) in (DiagGaussianDistribution, CategoricalDistribution):
+            features = policy.extract_features(obs_tensor, policy.pi_features_extractor)
+            action_params = policy.action_net(policy.mlp_extractor.forward_actor(features))  # type: ignore[arg-type]
+            if isinstance(policy.action_dist, DiagGaussianDistribution):
+                # Normal(mean, ones * exp(log_std)).rsample(), term by term
+                scale = th.ones_like(action_params) * policy.log_std.exp()
+                return action_params + th.empty_like(action_params).normal_() * scale
+            # Categorical(logits=...).sample(): multinomial draws from the normalised probabilities
+            probs = th.softmax(action_params - action_params.logsumexp(dim=-1, keepdim=True), dim=-1)
+            return th.multinomial(probs.reshape(-1, probs.shape[-1]), 1, True).T.reshape(probs.shape[:-1])
+        return policy._predict(obs_tensor, deterministic=False)
 
 
 def to_env_actions(policy: BasePolicy, action_space: spaces.Space, sampled: np.ndarray) -> np.ndarray:

@@ -70,7 +70,7 @@ class ValueFit:
         """:return: the fit's optimiser when it keeps state between batches (saved with the model), else ``None``"""
         return None
 
-    def fit(self, batch: PathBatch, ent_coef: float) -> float:
+    def fit(self, batch: PathBatch, ent_coef: float) -> float | th.Tensor:
         """
         Fit the value on one batch, after the policy step.
 
@@ -159,10 +159,10 @@ class GradValueFit(_RegressionFit):
     def optimizer(self) -> th.optim.Optimizer | None:
         return self._optimizer
 
-    def fit(self, batch: PathBatch, ent_coef: float) -> float:
+    def fit(self, batch: PathBatch, ent_coef: float) -> float | th.Tensor:
         assert self._optimizer is not None
         obs, intended = self.targets(batch, ent_coef)
-        loss = th.zeros(())
+        loss = th.zeros((), device=intended.device)
         for _ in range(self.gradient_steps):
             loss = self.regression_loss(obs, intended, batch.mask)
             self._optimizer.zero_grad()
@@ -170,7 +170,7 @@ class GradValueFit(_RegressionFit):
             grad_norm = gradient_norm(self._parameters)
             check_finite_update(type(self.model).__name__, "value fit", loss, grad_norm)
             self._optimizer.step()
-        return loss.item()
+        return loss.detach()  # moved to the host with the iteration's other statistics
 
 
 class BestFitValueFit(_RegressionFit):

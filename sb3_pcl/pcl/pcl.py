@@ -16,7 +16,7 @@ from stable_baselines3.common.torch_layers import MlpExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule
 
-from sb3_pcl.common.actions import NoiseControl, sample_actions, to_env_actions
+from sb3_pcl.common.actions import NoiseControl, no_distribution_checks, sample_actions, to_env_actions
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
 from sb3_pcl.common.consistency import (
     Consistency,
@@ -30,6 +30,7 @@ from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
 from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
+from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host
 from sb3_pcl.common.trust_region import state_kl
 from sb3_pcl.common.validation import (
     ObservationSpaceChecks,
@@ -73,35 +74,6 @@ def fused_adam(policy_kwargs: dict[str, Any], device: th.device) -> dict[str, An
     if {"foreach", "fused"} & optimizer_kwargs.keys():
         return policy_kwargs
     return {**policy_kwargs, "optimizer_kwargs": {**optimizer_kwargs, "fused": True}}
-
-
-def explained_variance_tensor(y_pred: th.Tensor, y_true: th.Tensor) -> th.Tensor:
-    """
-    SB3's :func:`~stable_baselines3.common.utils.explained_variance`, ``1 - Var[y_true - y_pred] / Var[y_true]``, computed
-    in float64 on the data's device (no transfer to the host).
-
-    :param y_pred: predictions
-    :param y_true: targets
-    :return: a 0-d float64 tensor, NaN when ``Var[y_true]`` is 0
-    """
-    y_pred, y_true = y_pred.double(), y_true.double()
-    var_y = y_true.var(correction=0)
-    return th.where(var_y == 0, th.full_like(var_y, float("nan")), 1 - (y_true - y_pred).var(correction=0) / var_y)
-
-
-def on_host(history: dict[str, list[float | th.Tensor]]) -> dict[str, list[float]]:
-    """
-    :param history: statistics per key, floats or 0-d tensors
-    :return: the same statistics as floats, every tensor moved to the host in one transfer (in float64, which keeps
-        float32 values exact: the floats are those ``tensor.item()`` returns)
-    """
-    tensors = [value for values in history.values() for value in values if isinstance(value, th.Tensor)]
-    if not tensors:
-        return history  # type: ignore[return-value]
-    host = iter(th.stack([tensor.detach().reshape(()).double() for tensor in tensors]).cpu().tolist())
-    return {
-        key: [next(host) if isinstance(value, th.Tensor) else value for value in values] for key, values in history.items()
-    }
 
 
 class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
@@ -619,16 +591,15 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
                 entropy = -distribution.log_prob(distribution.sample())
             n_valid = consistency.mask.sum().double()
             residual = consistency.residual.detach()
-            valid = batch.mask.bool()
             stats: dict[str, float | th.Tensor] = {
                 "consistency_loss": consistency_loss(consistency),
                 "mean_sq_consistency": (residual**2).sum().double() / n_valid,
                 "mean_abs_consistency": residual.abs().sum().double() / n_valid,
                 "policy_loss": policy_loss.detach(),
                 "value_loss": value_loss.detach(),
-                "entropy": entropy[mask].mean(),
+                "entropy": masked_mean(entropy, mask),
                 **step_stats,
-                "explained_variance": explained_variance_tensor(values.detach()[valid], value_targets(consistency)[valid]),
+                "explained_variance": explained_variance_tensor(values.detach(), value_targets(consistency), batch.mask),
             }
         if not self._value_fit.joint:
             if self._values_survive_policy_step and self._keep_batch_passes:
@@ -679,9 +650,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         history: dict[str, list[float | th.Tensor]] = {}
         self._clear_batch_caches(keep=True)
         try:
-            for batch in batches:
-                for key, value in self._train_on_batch(batch, ent_coef).items():
-                    history.setdefault(key, []).append(value)
+            with no_distribution_checks():  # each check waits for a GPU; the finite checks of the updates stand instead
+                for batch in batches:
+                    for key, value in self._train_on_batch(batch, ent_coef).items():
+                        history.setdefault(key, []).append(value)
             self._n_updates += len(batches)
             self._log_training_iteration(ent_coef, history, batches)
         finally:
@@ -698,6 +670,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         :param batches: the iteration's batches
         """
 
+        if batches and self._uses_target_policy():
+            history["kl_to_target"] = [self._kl_to_target(batches[-1])]
         for key, values in on_host(history).items():
             self.logger.record(f"train/{key}", float(np.mean(values)))
         self.logger.record("train/ent_coef", ent_coef)
@@ -705,8 +679,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self.logger.record("train/buffer_size", self.replay_buffer.size())
         self.logger.record("train/buffer_paths", self.replay_buffer.n_paths)
         self.logger.record("train/seeded_paths", self.replay_buffer.n_seeded_paths)
-        if batches and self._uses_target_policy():
-            self.logger.record("train/kl_to_target", self._kl_to_target(batches[-1]))
 
     def _uses_target_policy(self) -> bool:
         """:return: whether acting or learning depends on the target network (then ``train/kl_to_target`` is logged)"""
@@ -718,17 +690,17 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         valid = batch.mask.reshape(-1).bool()
         return map_obs(lambda obs: obs.reshape(-1, *obs.shape[2:])[valid], batch.observations)
 
-    def _kl_to_target(self, batch: PathBatch) -> float:
-        """:return: the mean ``KL(pi_target || pi)`` over the valid states of a batch"""
+    def _kl_to_target(self, batch: PathBatch) -> th.Tensor:
+        """:return: the mean ``KL(pi_target || pi)`` over the valid states of a batch (0-d, on the model's device)"""
         target, current = self._target_cache, self._post_step_distribution
         if target is not None and target[0] is batch and current is not None and current[0] is batch:
             # both distributions are at hand: the target's pass and the value fit's pass after the last policy step
             with th.no_grad():
-                return state_kl(target[1][3], current[1])[batch.mask.reshape(-1).bool()].mean().item()
+                return masked_mean(state_kl(target[1][3], current[1]), batch.mask.reshape(-1))
         obs = self._valid_observations(batch)
         with th.no_grad():
             kl = state_kl(self.policy_target.get_distribution(obs), self.policy.get_distribution(obs))
-        return kl.mean().item()
+        return kl.mean()
 
     def _setup_learn(
         self,

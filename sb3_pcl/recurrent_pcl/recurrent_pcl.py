@@ -18,6 +18,7 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.recurrent import CnnLstmPolicy, MlpLstmPolicy
+from sb3_pcl.common.statistics import masked_mean
 from sb3_pcl.common.trust_region import state_kl
 from sb3_pcl.pcl.pcl import PCL
 from sb3_pcl.recurrent_pcl.policies import UnifiedMlpLstmPolicy
@@ -162,13 +163,13 @@ class RecurrentPCL(PCL):
         final_values = final_values.reshape(n_paths) * (1.0 - batch.terminated)
         return values.reshape(n_steps, n_paths), log_prob, final_values, distribution
 
-    def _kl_to_target(self, batch: PathBatch) -> float:
+    def _kl_to_target(self, batch: PathBatch) -> th.Tensor:
         """:return: the mean ``KL(pi_target || pi)`` over the valid steps of a batch, both replayed from the path starts"""
         with th.no_grad():
             target_distribution = self._evaluate(self.policy_target, batch)[3]
             distribution = self._evaluate(self.policy, batch)[3]
             kl = state_kl(target_distribution, distribution)
-        return kl[batch.mask.reshape(-1).bool()].mean().item()
+        return masked_mean(kl, batch.mask.reshape(-1))
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_collection_state"]

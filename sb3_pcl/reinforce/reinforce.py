@@ -16,6 +16,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.utils import FloatSchedule, safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_pcl.common.actions import no_distribution_checks
 from sb3_pcl.common.dict_obs import map_obs
 from sb3_pcl.common.episodes import (
     MAX_SEED,
@@ -33,6 +34,7 @@ from sb3_pcl.common.episodes import (
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
+from sb3_pcl.common.statistics import on_host
 from sb3_pcl.common.validation import (
     ObservationSpaceChecks,
     check,
@@ -425,7 +427,8 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         self._update_learning_rate(self.policy.optimizer)
         ent_coef = self._scheduled("ent_coef", self.ent_coef, self._ent_coef_positive)
 
-        log_prob, entropy = self._evaluate_batch(batch)
+        with no_distribution_checks():  # each check waits for a GPU; the finite check of the update stands instead
+            log_prob, entropy = self._evaluate_batch(batch)
         mask = th.as_tensor(batch.mask, device=self.device)
         rewards = th.as_tensor(batch.rewards, device=self.device)
         if self.gamma != 1.0:  # every episode of the batch starts at its step 0
@@ -444,17 +447,18 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         self.policy.optimizer.step()
         self._n_updates += 1
 
-        n_valid = mask.sum()
         rewards_and_bonus = total_rewards + bonus
-        self.logger.record("train/loss", loss.item())
+        stats = {  # moved to the host in one transfer
+            "loss": [loss.detach()],
+            "entropy": [entropy.detach().sum() / mask.sum()],
+            "grad_norm": [grad_norm],
+            "bonus_mean": [bonus.mean()],
+            "episode_log_prob_mean": [total_log_probs.detach().mean()],
+            "advantage_abs_mean": [(rewards_and_bonus - rewards_and_bonus.mean(dim=-1, keepdim=True)).abs().mean()],
+        }
         self.logger.record("train/ent_coef", ent_coef)
-        self.logger.record("train/entropy", (entropy.detach().sum() / n_valid).item())
-        self.logger.record("train/grad_norm", float(grad_norm))
-        self.logger.record("train/bonus_mean", bonus.mean().item())
-        self.logger.record("train/episode_log_prob_mean", total_log_probs.detach().mean().item())
-        self.logger.record(
-            "train/advantage_abs_mean", (rewards_and_bonus - rewards_and_bonus.mean(dim=-1, keepdim=True)).abs().mean().item()
-        )
+        for key, values in on_host(stats).items():  # type: ignore[arg-type]
+            self.logger.record(f"train/{key}", values[0])
         self.logger.record("train/batch_return_mean", float(batch.returns.mean()))
         self.logger.record("train/batch_length_mean", float(batch.lengths.mean()))
         self.logger.record("train/batch_cut_fraction", float(1.0 - batch.ended.mean()))
