@@ -30,24 +30,20 @@ turns any of these sources into episode dicts.
 from __future__ import annotations
 
 import os
-import warnings
 import zipfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, unwrap_vec_normalize
 
 from sb3_pcl.common import minari_io
 from sb3_pcl.common.buffers import PathReplayBuffer
+from sb3_pcl.common.episode_checks import EPISODE_KEYS, NUMERIC_KINDS, Demonstration, check_episodes, episode_arrays
 from sb3_pcl.common.npz_files import check_header, npz_member_names, read_npz_headers
-from sb3_pcl.common.validation import check_storable
+from sb3_pcl.common.recording import record_episodes
 
 if TYPE_CHECKING:
     from minari import MinariDataset
@@ -65,70 +61,18 @@ __all__ = [
     "seed_replay",
 ]
 
-#: keys every episode dict must have (``truncated`` is optional, ``False`` when absent)
-EPISODE_KEYS = ("observations", "actions", "rewards", "terminated")
 #: arrays stored in an episodes file
 _FILE_KEYS = ("observations", "actions", "rewards", "lengths", "terminated", "truncated")
 #: version 1: algorithmic tasks only (scalar observations, (T, 3) actions); version 2: any array shapes
 _FORMAT_VERSION = 2
-_NUMERIC_KINDS = "biuf"
-#: what :func:`check_episodes` tells the user when a value cannot be stored
-STORAGE_HINT = (
-    "The replay stores demonstrations as it stores collected steps: rewards as float32, observations and actions "
-    "in their space's dtype."
-)
 
 #: what :meth:`sb3_pcl.PCL.add_demonstrations` takes: episode dicts, an episodes ``.npz`` file, or a local Minari dataset
 #: (a ``minari.MinariDataset``, a dataset id or a dataset folder)
 DemonstrationSource: TypeAlias = "Sequence[Mapping[str, Any]] | str | os.PathLike[str] | MinariDataset"
 
 
-class Demonstration(NamedTuple):
-    """An episode checked against a model's spaces (see :func:`check_episodes`)."""
-
-    observations: np.ndarray
-    """``(T + 1, *observation_space.shape)`` in the observation space's dtype"""
-    actions: np.ndarray
-    """``(T, *action_space.shape)`` in the action space's dtype"""
-    rewards: np.ndarray
-    """``(T,)`` float64"""
-    terminated: bool
-    """whether the last observation is terminal"""
-
-
 # ---------------------------------------------------------------------------------------------- files
-def _episode_arrays(episode: Any, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, bool]:
-    """
-    :param episode: an episode dict
-    :param index: its position, for the error messages
-    :return: observations, actions, rewards, terminated, truncated
-    :raises ValueError: when a key is missing, an array is not numeric or the lengths disagree
-    """
-    if not isinstance(episode, Mapping):
-        raise ValueError(f"Episode {index} is a {type(episode).__name__}, expected a dict with keys {EPISODE_KEYS}")
-    missing = [key for key in EPISODE_KEYS if key not in episode]
-    if missing:
-        raise ValueError(f"Episode {index} lacks {missing} (an episode needs {EPISODE_KEYS}, optionally 'truncated')")
-    arrays = {key: np.asarray(episode[key]) for key in ("observations", "actions", "rewards")}
-    for key, array in arrays.items():
-        if array.dtype.kind not in _NUMERIC_KINDS:
-            raise ValueError(f"Episode {index}: {key} must be a numeric array, got dtype {array.dtype}")
-    rewards = arrays["rewards"]
-    if rewards.ndim != 1:
-        raise ValueError(f"Episode {index}: rewards must have shape (T,), got {rewards.shape}")
-    length = len(rewards)
-    observations, actions = arrays["observations"], arrays["actions"]
-    if observations.ndim < 1 or len(observations) != length + 1:
-        raise ValueError(
-            f"Episode {index}: {length} rewards need T + 1 = {length + 1} observations (the last one is the final state), "
-            f"got observations of shape {observations.shape}"
-        )
-    if actions.ndim < 1 or len(actions) != length:
-        raise ValueError(f"Episode {index}: {length} rewards need {length} actions, got actions of shape {actions.shape}")
-    truncated = bool(episode.get("truncated", False))
-    return observations, actions, rewards.astype(np.float64), bool(episode["terminated"]), truncated
-
-
+# ---------------------------------------------------------------------------------------------- files
 def save_episodes(path: str | os.PathLike[str], episodes: Sequence[Mapping[str, Any]]) -> None:
     """
     Save episodes to a single ``.npz`` file (concatenated arrays plus per-episode lengths, no pickle).
@@ -141,7 +85,7 @@ def save_episodes(path: str | os.PathLike[str], episodes: Sequence[Mapping[str, 
         :func:`~sb3_pcl.envs.expert.generate_expert_episodes`
     :raises ValueError: when an episode is malformed or the episodes' shapes differ
     """
-    checked = [_episode_arrays(episode, index) for index, episode in enumerate(episodes)]
+    checked = [episode_arrays(episode, index) for index, episode in enumerate(episodes)]
     if checked:
         obs_shape, action_shape = checked[0][0].shape[1:], checked[0][1].shape[1:]
         for index, (observations, actions, *_) in enumerate(checked):
@@ -260,7 +204,7 @@ def _check_episode_headers(file: IO[bytes], name: str, max_steps: int | None) ->
     if "format_version" in headers:
         check_header(headers, "format_version", None, (), repr(name), what)
     for key, header in headers.items():
-        if header.dtype.kind not in _NUMERIC_KINDS:
+        if header.dtype.kind not in NUMERIC_KINDS:
             raise ValueError(f"{name!r} is not a valid episodes .npz file: {key} has the non-numeric dtype {header.dtype}")
 
 
@@ -285,7 +229,7 @@ def _episode_lengths(arrays: Mapping[str, np.ndarray]) -> list[int]:
     n_episodes, total = len(steps), sum(steps)
     for key, expected in (("observations", total + n_episodes), ("actions", total), ("rewards", total)):
         array = arrays[key]
-        if array.ndim < 1 or array.dtype.kind not in _NUMERIC_KINDS or (key == "rewards" and array.ndim != 1):
+        if array.ndim < 1 or array.dtype.kind not in NUMERIC_KINDS or (key == "rewards" and array.ndim != 1):
             raise ValueError(f"{key} must be a numeric array, got dtype {array.dtype} and shape {array.shape}")
         if len(array) != expected:
             raise ValueError(
@@ -296,227 +240,6 @@ def _episode_lengths(arrays: Mapping[str, np.ndarray]) -> list[int]:
         if arrays[key].shape != (n_episodes,):
             raise ValueError(f"inconsistent array shapes: {key} has shape {arrays[key].shape}, expected ({n_episodes},)")
     return steps
-
-
-# ---------------------------------------------------------------------------------------------- checking
-def _space_violation(values: np.ndarray, space: spaces.Space) -> str | None:
-    """
-    :param values: ``(n, *space.shape)`` finite elements of ``space`` (shape already checked)
-    :param space: a ``Box``, ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` space
-    :return: why some value is not in ``space`` (``None`` when all are)
-    """
-    if isinstance(space, spaces.Discrete):
-        low, high = int(space.start), int(space.start) + int(space.n) - 1
-    elif isinstance(space, spaces.MultiDiscrete):
-        low, high = space.start, space.start + space.nvec - 1  # type: ignore[assignment]
-    elif isinstance(space, spaces.MultiBinary):
-        low, high = 0, 1
-    elif isinstance(space, spaces.Box):
-        low, high = space.low, space.high  # type: ignore[assignment]
-    else:
-        raise ValueError(f"Demonstrations need Box, Discrete, MultiDiscrete or MultiBinary spaces, got {space}")
-    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating):
-        values = values.astype(space.dtype)  # compared as the env and the replay see them (float64 -> float32)
-    elif values.dtype.kind == "f" and not np.all(values == np.round(values)):
-        return f"non-integer values (the space {space} holds integers)"
-    if np.any(values < low) or np.any(values > high):
-        return f"values outside {space}"
-    return None
-
-
-def _storable(values: np.ndarray, dtype: Any, what: str, index: int) -> np.ndarray:
-    """
-    :param values: an episode's rewards, observations or actions
-    :param dtype: the dtype the replay stores them in
-    :param what: ``"rewards"``, ``"observations"`` or ``"actions"``, for the error message
-    :param index: the episode's position, for the error message
-    :return: the values in ``dtype``
-    :raises ValueError: naming the episode, when a value is NaN or inf, or overflows ``dtype``
-        (:func:`~sb3_pcl.common.validation.check_storable`)
-    """
-    try:
-        return check_storable(values, dtype, what, "step", STORAGE_HINT)
-    except ValueError as error:
-        raise ValueError(f"Episode {index}: {error}") from None
-
-
-def _check_values(values: np.ndarray, space: spaces.Space, what: str, index: int, check_float_bounds: bool) -> np.ndarray:
-    """
-    :param values: ``(n, *space.shape)`` array
-    :param space: the space the values must belong to
-    :param what: ``"observations"`` or ``"actions"``, for the error message
-    :param index: the episode's position, for the error message
-    :param check_float_bounds: check the bounds of a floating-point ``Box`` too (else only that the values are finite
-        in its dtype)
-    :return: the values in the space's dtype
-    :raises ValueError: when a value is NaN, inf, overflows the space's dtype or is not in ``space``
-    """
-    if isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.floating):
-        stored = _storable(values, space.dtype, what, index)  # a float64 of 1e39 is refused, not stored as inf
-        problem = _space_violation(stored, space) if check_float_bounds else None
-    else:  # integer spaces: NaN is a non-integer value, inf or an overflow a value outside the space
-        problem = _space_violation(values, space)
-        stored = values.astype(space.dtype) if space.dtype is not None else values
-    if problem is not None:
-        raise ValueError(f"Episode {index}: {what} have {problem}")
-    return stored
-
-
-def check_episodes(
-    episodes: Sequence[Mapping[str, Any]], observation_space: spaces.Space, action_space: spaces.Space
-) -> list[Demonstration]:
-    """
-    Validate episodes against a model's spaces.
-
-    Checked: the keys, at least one step per episode, ``observations`` of shape ``(T + 1, *observation_space.shape)``,
-    ``actions`` of shape ``(T, *action_space.shape)`` (``(T, 1)`` is accepted for ``Discrete``), finite rewards
-    and observations, actions in the action space (bounds of ``Box`` included), observations of discrete or
-    integer spaces in the observation space (the bounds of a floating-point ``Box`` observation space are not
-    checked: many environments declare loose or wrong ones).
-
-    :param episodes: episode dicts (see the module docstring)
-    :param observation_space: the model's observation space
-    :param action_space: the model's action space
-    :return: the episodes, in the spaces' dtypes and shapes
-    :raises ValueError: naming the first episode and the problem found
-    """
-    if isinstance(episodes, Mapping):
-        raise ValueError("Expected a list of episode dicts, got a single dict (wrap it in a list)")
-    obs_shape: tuple[int, ...] = observation_space.shape or ()
-    action_shape: tuple[int, ...] = action_space.shape or ()
-    checked = []
-    for index, episode in enumerate(episodes):
-        observations, actions, rewards, terminated, _ = _episode_arrays(episode, index)
-        length = len(rewards)
-        if length == 0:
-            raise ValueError(f"Episode {index} is empty (no transition): a demonstration needs at least one step")
-        if observations.shape != (length + 1, *obs_shape):
-            raise ValueError(
-                f"Episode {index}: observations have shape {observations.shape}, expected {(length + 1, *obs_shape)} "
-                f"(T + 1 states of the observation space {observation_space})"
-            )
-        if isinstance(action_space, spaces.Discrete) and actions.shape == (length, 1):
-            actions = actions.reshape(length)
-        if actions.shape != (length, *action_shape):
-            raise ValueError(
-                f"Episode {index}: actions have shape {actions.shape}, expected {(length, *action_shape)} "
-                f"(T actions of the action space {action_space})"
-            )
-        _storable(rewards, np.float32, "rewards", index)  # as the replay stores them (Demonstration keeps float64)
-        observations = _check_values(observations, observation_space, "observations", index, check_float_bounds=False)
-        actions = _check_values(actions, action_space, "actions", index, check_float_bounds=True)
-        checked.append(Demonstration(observations, actions, rewards, terminated))
-    return checked
-
-
-# ---------------------------------------------------------------------------------------------- recording
-def _as_vec_env(env: gym.Env | VecEnv | str) -> VecEnv:
-    """
-    :param env: an environment, a VecEnv or a registered id
-    :return: a VecEnv (a new ``DummyVecEnv`` of one env unless ``env`` is one)
-    """
-    if isinstance(env, VecEnv):
-        return env
-    if isinstance(env, str):
-        return DummyVecEnv([lambda: gym.make(env)])
-    if isinstance(env, gym.Env):
-        return DummyVecEnv([lambda: env])
-    raise ValueError(f"env must be a gymnasium Env, a VecEnv or an env id, got {type(env).__name__}")
-
-
-def record_episodes(
-    model: BaseAlgorithm | BasePolicy,
-    env: gym.Env | VecEnv | str,
-    n_episodes: int,
-    deterministic: bool = True,
-    seed: int | None = None,
-) -> list[dict[str, Any]]:
-    """
-    Play a trained agent and record its episodes as demonstrations.
-
-    Works with any Stable-Baselines3 / sb3-contrib model or policy: recurrent ones get their state and
-    ``episode_start`` back at every step. With several envs, env ``i`` records ``(n_episodes + i) // n_envs``
-    episodes, so short episodes are not over-represented (as SB3's ``evaluate_policy`` does). Each env must end
-    its episodes by itself (termination or time limit).
-
-    ``VecNormalize`` must be the outermost wrapper of ``env`` when present: the agent acts on observations
-    normalised with its (frozen) statistics, and the raw observations and rewards are recorded, as
-    :class:`~sb3_pcl.common.buffers.PathReplayBuffer` stores them. The envs are reset first (with ``seed`` when
-    given) and stepped in place: pass a separate env, not the one a model keeps training on.
-
-    :param model: the agent (anything with SB3's ``predict(obs, state, episode_start, deterministic)``)
-    :param env: the environment (a VecEnv, an env or a registered id; an id is created and closed here)
-    :param n_episodes: number of episodes to record
-    :param deterministic: act deterministically
-    :param seed: seed of the envs' first reset (env ``i`` gets ``seed + i``)
-    :return: the episodes (see the module docstring), ready for :func:`save_episodes`
-    """
-    if n_episodes < 0:
-        raise ValueError(f"n_episodes must be >= 0, got {n_episodes}")
-    venv = _as_vec_env(env)
-    try:
-        return _record(model, venv, n_episodes, deterministic, seed)
-    finally:
-        if isinstance(env, str):
-            venv.close()
-
-
-def _record(
-    model: BaseAlgorithm | BasePolicy, venv: VecEnv, n_episodes: int, deterministic: bool, seed: int | None
-) -> list[dict[str, Any]]:
-    """See :func:`record_episodes` (``venv`` is the VecEnv to record)."""
-    if isinstance(venv.observation_space, (spaces.Dict, spaces.Tuple)):
-        raise ValueError(f"Demonstrations need array observations, got {venv.observation_space}")
-    normalizer = unwrap_vec_normalize(venv)
-    if normalizer is not None and normalizer is not venv:
-        raise ValueError("VecNormalize must be the outermost wrapper of the env given to record_episodes")
-    if normalizer is None and isinstance(model, BaseAlgorithm) and model.get_vec_normalize_env() is not None:
-        warnings.warn(
-            "The model was trained with VecNormalize but the recording env has none: "
-            "pass the VecNormalize-wrapped env (with training=False) so that the agent sees normalised observations"
-        )
-    # With VecNormalize, step the env below it (raw observations and rewards) and normalise for the agent only.
-    stepped = normalizer.venv if normalizer is not None else venv
-    n_envs = stepped.num_envs
-    targets = [(n_episodes + i) // n_envs for i in range(n_envs)]
-    recorded = [0] * n_envs
-    if seed is not None:
-        stepped.seed(seed)
-    obs = np.asarray(stepped.reset())
-    running: list[dict[str, list[Any]]] = [{"observations": [obs[i]], "actions": [], "rewards": []} for i in range(n_envs)]
-    state: tuple[np.ndarray, ...] | None = None
-    episode_start = np.ones(n_envs, dtype=bool)
-    episodes: list[dict[str, Any]] = []
-    while sum(recorded) < n_episodes:
-        policy_obs = np.asarray(normalizer.normalize_obs(obs)) if normalizer is not None else obs
-        actions, state = model.predict(policy_obs, state=state, episode_start=episode_start, deterministic=deterministic)
-        next_obs, rewards, dones, infos = stepped.step(actions)
-        next_obs = np.asarray(next_obs)
-        for i in range(n_envs):
-            if recorded[i] >= targets[i]:
-                continue
-            current = running[i]
-            current["actions"].append(np.asarray(actions[i]))
-            current["rewards"].append(float(rewards[i]))
-            if not dones[i]:
-                current["observations"].append(next_obs[i])
-                continue
-            truncated = bool(infos[i].get("TimeLimit.truncated", False))
-            final = np.asarray(infos[i].get("terminal_observation", next_obs[i]))
-            episodes.append(
-                {
-                    "observations": np.stack([*current["observations"], final.astype(next_obs.dtype)]),
-                    "actions": np.stack(current["actions"]),
-                    "rewards": np.asarray(current["rewards"], dtype=np.float64),
-                    "terminated": not truncated,
-                    "truncated": truncated,
-                }
-            )
-            recorded[i] += 1
-            running[i] = {"observations": [next_obs[i]], "actions": [], "rewards": []}
-        obs = next_obs
-        episode_start = np.asarray(dones, dtype=bool)
-    return episodes
 
 
 def load_demonstrations(

@@ -39,6 +39,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_pcl.common.episode_checks import check_episodes
+from sb3_pcl.common.recording import record_episodes
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -380,8 +383,6 @@ def save_minari_dataset(
     :raises ValueError: when the id is invalid or taken, the spaces are missing or not array spaces, or an episode does
         not fit them
     """
-    from sb3_pcl.common.demonstrations import check_episodes  # here: demonstrations imports this module
-
     check_dataset_id(dataset_id)
     if isinstance(episodes, Mapping):
         raise ValueError("Expected a list of episode dicts, got a single dict (wrap it in a list)")
@@ -474,8 +475,6 @@ def record_minari_dataset(
     :param datasets_path: write under this folder instead of Minari's (see :func:`save_minari_dataset`)
     :return: the new dataset
     """
-    from sb3_pcl.common.demonstrations import record_episodes  # here: demonstrations imports this module
-
     check_dataset_id(dataset_id)
     import_minari()
     if n_episodes < 1:

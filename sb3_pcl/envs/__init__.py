@@ -9,8 +9,6 @@ envs of a VecEnv share one curriculum (as gym <= 0.17.2 did); :class:`Curriculum
 
 from __future__ import annotations
 
-import gymnasium as gym
-
 from sb3_pcl.envs.algorithmic import (
     AlgorithmicEnv,
     CopyEnv,
@@ -35,11 +33,13 @@ from sb3_pcl.envs.expert import (
     load_episodes,
     save_episodes,
 )
+from sb3_pcl.envs.registration import ALGORITHMIC_ENV_IDS, MAX_EPISODE_STEPS, register_algorithmic_envs
 from sb3_pcl.envs.vec_env import AlgorithmicVecEnv, make_algorithmic_vec_env
 from sb3_pcl.envs.wrappers import CombinedActionWrapper
 
 __all__ = [
     "ALGORITHMIC_ENV_IDS",
+    "MAX_EPISODE_STEPS",
     "AlgorithmicEnv",
     "AlgorithmicVecEnv",
     "CombinedActionWrapper",
@@ -68,39 +68,3 @@ __all__ = [
     "reversed_addition_target",
     "save_episodes",
 ]
-
-#: Gym's 200-step limit, wrapped around every algorithmic task; it never binds (the tasks' own limits are shorter).
-MAX_EPISODE_STEPS = 200
-
-# (id, entry point, gym's reward_threshold)
-_ALGORITHMIC_ENVS: tuple[tuple[str, str, float], ...] = (
-    ("sb3_pcl/Copy-v0", "sb3_pcl.envs.algorithmic:CopyEnv", 25.0),
-    ("sb3_pcl/DuplicatedInput-v0", "sb3_pcl.envs.algorithmic:DuplicatedInputEnv", 9.0),
-    ("sb3_pcl/RepeatCopy-v0", "sb3_pcl.envs.algorithmic:RepeatCopyEnv", 75.0),
-    ("sb3_pcl/Reverse-v0", "sb3_pcl.envs.algorithmic:ReverseEnv", 25.0),
-    ("sb3_pcl/ReversedAddition-v0", "sb3_pcl.envs.algorithmic:ReversedAdditionEnv", 25.0),
-    ("sb3_pcl/ReversedAddition3-v0", "sb3_pcl.envs.algorithmic:ReversedAddition3Env", 25.0),
-)
-
-#: The registered ids of the algorithmic tasks.
-ALGORITHMIC_ENV_IDS: tuple[str, ...] = tuple(env_id for env_id, _, _ in _ALGORITHMIC_ENVS)
-
-
-def register_algorithmic_envs() -> list[str]:
-    """
-    Register the algorithmic tasks in gymnasium (idempotent: ids already registered are skipped).
-
-    :return: The ids registered by this call.
-    """
-    registered = []
-    for env_id, entry_point, reward_threshold in _ALGORITHMIC_ENVS:
-        if env_id in gym.registry:
-            continue
-        gym.register(
-            id=env_id,
-            entry_point=entry_point,
-            reward_threshold=reward_threshold,
-            max_episode_steps=MAX_EPISODE_STEPS,
-        )
-        registered.append(env_id)
-    return registered

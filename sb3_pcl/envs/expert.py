@@ -30,6 +30,7 @@ from sb3_pcl.envs.algorithmic import (
     ReverseEnv,
     TapeAlgorithmicEnv,
 )
+from sb3_pcl.envs.registration import ALGORITHMIC_ENV_IDS, register_algorithmic_envs
 from sb3_pcl.envs.wrappers import CombinedActionWrapper
 
 #: Curriculum lengths ``(low, high)`` of the episodes behind PCL's ``expert_paths``: inputs of 2 to 10 symbols,
@@ -173,8 +174,6 @@ def generate_expert_episodes(
             raise ValueError(f"min_lengths must be (low, high) with 1 <= low <= high, got {min_lengths!r}")
     length_rng = np.random.default_rng(seed)
     if isinstance(env_id_or_env, str):
-        from sb3_pcl.envs import register_algorithmic_envs
-
         register_algorithmic_envs()
         env = gym.make(env_id_or_env)
         owns_env = True
@@ -228,8 +227,6 @@ def expert_task(venv: VecEnv) -> AlgorithmicEnv:
     """
     base = venv.get_attr("unwrapped", indices=[0])[0]
     if not isinstance(base, AlgorithmicEnv):
-        from sb3_pcl.envs import ALGORITHMIC_ENV_IDS
-
         raise ValueError(
             f"Expert paths exist only for the algorithmic tasks ({', '.join(ALGORITHMIC_ENV_IDS)}), not for "
             f"{type(base).__name__}: record demonstrations of a trained agent with "
