@@ -130,7 +130,8 @@ def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> Pa
     timer.wrap(model.replay_buffer, "recent_segments", "sampling")
     timer.wrap(model, "_evaluate", "forward")
     timer.wrap(model, "_consistency", "forward")
-    timer.wrap(model._policy_step, "step", "backward")  # its optimiser step and forward re-evaluations are timed apart
+    if model._policy_step is not None:  # a trust-region step: its forward re-evaluations are timed apart
+        timer.wrap(model._policy_step, "step", "backward")
     timer.wrap(model.policy.optimizer, "step", "optimizer")
     timer.wrap(model._value_fit, "fit", "value_fit")
     original_backward = th.Tensor.backward
@@ -298,8 +299,10 @@ def _breakdown(model: Any, steps: int) -> dict[str, Any]:
         del model.train, model.collect_rollouts, model._evaluate, model._consistency  # the class's methods again
         for owner, attribute in ((model.replay_buffer, "sample"), (model.replay_buffer, "recent_segments")):
             delattr(owner, attribute)
-        for owner, attribute in ((model._policy_step, "step"), (model.policy.optimizer, "step"), (model._value_fit, "fit")):
+        for owner, attribute in ((model.policy.optimizer, "step"), (model._value_fit, "fit")):
             delattr(owner, attribute)
+        if model._policy_step is not None:
+            delattr(model._policy_step, "step")
     total = time.process_time() - start
     env_steps = model.num_timesteps - start_steps
     parts = {name: timer.totals.get(name, 0.0) for name in PARTS}

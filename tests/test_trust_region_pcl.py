@@ -14,7 +14,6 @@ from stable_baselines3.common.logger import configure
 
 from sb3_pcl import PCL, TrustPCL
 from sb3_pcl.common.consistency import pcl_policy_loss, value_targets
-from sb3_pcl.common.policy_step import TrustRegionStep
 from sb3_pcl.common.trust_region import (
     backtracking_line_search,
     fisher_vector_product_fn,
@@ -24,7 +23,8 @@ from sb3_pcl.common.trust_region import (
     state_kl,
     trust_region_step,
 )
-from sb3_pcl.common.value_fit import BestFitValueFit
+from sb3_pcl.pcl.policy_steps import TrustRegionStep
+from sb3_pcl.pcl.value_fits import BestFitValueFit
 
 FAST = {
     "learning_starts": 100,

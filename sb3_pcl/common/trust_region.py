@@ -24,7 +24,7 @@ relative-entropy coefficient          smallest ``lambda`` with ``KL <= eps * mea
 ====================================  ==================================================  ===================================
 
 The second half of the module holds the *trust-region policy step* that PCL can use instead of Adam
-(``PCL(policy_step="trust_region")``, :class:`~sb3_pcl.common.policy_step.TrustRegionStep`, the original code's
+(``PCL(policy_step="trust_region")``, :class:`~sb3_pcl.pcl.policy_steps.TrustRegionStep`, the original code's
 ``trust_region_p``), and the closed-form value fit (``value_fit="best_fit"``). With ``g`` the gradient of the policy
 objective ``L`` over the policy parameters ``theta`` and ``F`` the Hessian of the mean
 ``KL(pi_old || pi_theta)`` over the batch's states at ``theta_old`` (the Fisher matrix), plus

@@ -28,7 +28,6 @@ from sb3_pcl.common.consistency import (
 )
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
-from sb3_pcl.common.policy_step import POLICY_STEPS, PolicyStep
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host
 from sb3_pcl.common.trust_region import state_kl
@@ -38,12 +37,12 @@ from sb3_pcl.common.validation import (
     check,
     check_budget,
     check_env_outputs,
+    check_finite_update,
     check_policy_observation_space,
     check_saved_by,
     is_int,
     is_real,
 )
-from sb3_pcl.common.value_fit import VALUE_FITS, ValueFit
 from sb3_pcl.pcl.policies import (
     CnnPolicy,
     MlpPolicy,
@@ -53,6 +52,8 @@ from sb3_pcl.pcl.policies import (
     UnifiedValue,
     distribution_and_values,
 )
+from sb3_pcl.pcl.policy_steps import POLICY_STEPS, PolicyStep
+from sb3_pcl.pcl.value_fits import VALUE_FITS, ValueFit
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 SAMPLE_FROM = ("online", "target")
@@ -88,9 +89,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     any path, on-policy or not (``ent_coef`` is the paper's ``tau``). SB3's
     :class:`~stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm` collects the steps; PCL adds an
     episode-aware replay (:class:`~sb3_pcl.common.buffers.PathReplayBuffer`) whose time-major path segments feed
-    the consistency loss (:mod:`sb3_pcl.common.consistency`), and a lagged target network. How the value is fitted
-    (:mod:`sb3_pcl.common.value_fit`) and how the policy moves (:mod:`sb3_pcl.common.policy_step`) are parts chosen
-    by one argument each. Recurrent policies: :class:`~sb3_pcl.RecurrentPCL`.
+    the consistency loss (:mod:`sb3_pcl.common.consistency`), and a lagged target network. By default the value is
+    fitted jointly with the policy and both move in one step of the policy's optimiser; the original code's other
+    options, separate value fits (:mod:`sb3_pcl.pcl.value_fits`) and a trust-region step
+    (:mod:`sb3_pcl.pcl.policy_steps`), are chosen by one argument each. Recurrent policies: :class:`~sb3_pcl.RecurrentPCL`.
 
     :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``UnifiedMlpPolicy`` (Unified PCL: Discrete or
         MultiDiscrete actions, one network whose action logits also give the value) or an ActorCriticPolicy subclass)
@@ -117,10 +119,11 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         training iteration: ``target <- lag * target + (1 - lag) * online`` (SB3's ``tau`` is ``1 - lag``)
     :param sample_from: act with the ``"online"`` or the lagged ``"target"`` policy while collecting
     :param use_online_batch: also train on the segments collected in the last iteration
-    :param value_fit: ``"joint"``, ``"grad"``, ``"best_fit"`` or ``"lbfgs"`` (:mod:`sb3_pcl.common.value_fit`)
+    :param value_fit: ``"joint"``, ``"grad"``, ``"best_fit"`` or ``"lbfgs"`` (:mod:`sb3_pcl.pcl.value_fits`)
     :param value_fit_kwargs: settings of the value fit (e.g. ``{"learning_rate": 1e-3, "gradient_steps": 5, "mix": 1.0}``
         for ``"grad"``)
-    :param policy_step: ``"gradient"`` or ``"trust_region"`` (:mod:`sb3_pcl.common.policy_step`)
+    :param policy_step: ``"gradient"`` (one step of the policy's optimiser) or ``"trust_region"``
+        (:mod:`sb3_pcl.pcl.policy_steps`)
     :param policy_step_kwargs: settings of the policy step (e.g. ``{"target_kl": 0.01, "loss": "consistency"}`` for
         ``"trust_region"``)
     :param relative_entropy_coef: ``lambda``, the weight of ``log pi - log pi_target`` in the
@@ -163,7 +166,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     policy_target: ActorCriticPolicy
     replay_buffer: PathReplayBuffer  # type: ignore[assignment]
     _value_fit: ValueFit
-    _policy_step: PolicyStep
+    #: the policy step other than the default gradient step (``None``: the gradient step, taken in ``_train_on_batch``)
+    _policy_step: PolicyStep | None
 
     def __init__(
         self,
@@ -296,7 +300,9 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             raise ValueError(
                 f"{self.policy_class.__name__} is a recurrent policy: use sb3_pcl.RecurrentPCL or RecurrentTrustPCL"
             )
-        self._build_parts()[1].check_model(self)
+        policy_step = self._build_parts()[1]
+        if policy_step is not None:
+            policy_step.check_model(self)
 
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
         if policy_name in ("MlpLstmPolicy", "UnifiedMlpLstmPolicy") and policy_name not in self.policy_aliases:
@@ -342,7 +348,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             self.policy.optimizer = optimizer_class(
                 self._value_fit.policy_parameters(), lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
             )
-        self._policy_step.setup(self)
+        if self._policy_step is not None:
+            self._policy_step.setup(self)
         self._setup_batch_caches()
 
     def _setup_batch_caches(self) -> None:
@@ -379,10 +386,25 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self._values_cache: tuple[PathBatch, th.Tensor, th.Tensor] | None = None
         self._post_step_distribution: tuple[PathBatch, Any] | None = None
 
-    def _build_parts(self) -> tuple[ValueFit, PolicyStep]:
-        """:return: the value fit and the policy step the arguments select, their settings checked"""
+    def _build_parts(self) -> tuple[ValueFit, PolicyStep | None]:
+        """
+        :return: the value fit and the policy step the arguments select, their settings checked (``None`` for the
+            default gradient step)
+        """
         value_fit = build_part("value_fit", VALUE_FITS, self.value_fit, self.value_fit_kwargs)
-        return value_fit, build_part("policy_step", POLICY_STEPS, self.policy_step, self.policy_step_kwargs)
+        names = ("gradient", *POLICY_STEPS)
+        check(
+            isinstance(self.policy_step, str) and self.policy_step in names, "policy_step", self.policy_step, f"one of {names}"
+        )
+        if self.policy_step != "gradient":
+            return value_fit, build_part("policy_step", POLICY_STEPS, self.policy_step, self.policy_step_kwargs)
+        check(
+            not self.policy_step_kwargs,
+            "policy_step_kwargs",
+            self.policy_step_kwargs,
+            "None or {} with policy_step='gradient' (one step of the policy's optimiser has no settings)",
+        )
+        return value_fit, None
 
     @property
     def supports_separate_value(self) -> bool:
@@ -582,7 +604,16 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         policy_loss = pcl_policy_loss(consistency, self.clip_adv)
         value_loss = pcl_value_loss(consistency, self.clip_adv)
         loss = policy_loss + self.vf_coef * value_loss if self._value_fit.joint else policy_loss
-        step_stats = self._policy_step.step(batch, loss, consistency, ent_coef)
+        if self._policy_step is None:  # the default: one step of the policy's optimiser, the gradient norm clipped
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+            grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
+            check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
+            self.policy.optimizer.step()
+            step_stats: dict[str, float | th.Tensor] = {"grad_norm": grad_norm.detach()}
+        else:  # the original code's trust-region step
+            step_stats = self._policy_step.step(batch, loss, consistency, ent_coef)
 
         with th.no_grad():
             mask = batch.mask.reshape(-1).bool()

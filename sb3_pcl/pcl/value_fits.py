@@ -1,5 +1,5 @@
 """
-How PCL fits its value function: jointly with the policy, or separately after each policy step.
+How PCL fits its value function: jointly with the policy (the default), or separately after each policy step.
 
 ``PCL(value_fit=...)`` picks one of :data:`VALUE_FITS`, with its settings in ``value_fit_kwargs``:
 
@@ -15,18 +15,37 @@ How PCL fits its value function: jointly with the policy, or separately after ea
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import torch as th
+from stable_baselines3.common.policies import ActorCriticPolicy
 
 from sb3_pcl.common.buffers import PathBatch
-from sb3_pcl.common.consistency import value_targets
+from sb3_pcl.common.consistency import Consistency, value_targets
 from sb3_pcl.common.dict_obs import merge_leading
 from sb3_pcl.common.trust_region import ridge_regression
 from sb3_pcl.common.validation import check, check_finite_update, gradient_norm, is_int, is_real
 
-if TYPE_CHECKING:
-    from sb3_pcl.pcl.pcl import PCL
+
+class PCLModel(Protocol):
+    """What the value fits and the policy steps read of the :class:`~sb3_pcl.PCL` model they are attached to."""
+
+    @property
+    def policy(self) -> ActorCriticPolicy: ...
+
+    @property
+    def verbose(self) -> int: ...
+
+    @property
+    def supports_separate_value(self) -> bool: ...
+
+    def _evaluate(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]: ...
+
+    def _evaluate_after_policy_step(self, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]: ...
+
+    def _consistency(
+        self, batch: PathBatch, values: th.Tensor, log_prob: th.Tensor, final_values: th.Tensor, ent_coef: float
+    ) -> Consistency: ...
 
 
 class ValueFit:
@@ -40,9 +59,9 @@ class ValueFit:
     name: ClassVar[str] = ""
     #: whether the value is trained by the policy step (``vf_coef`` times the value surrogate in the loss)
     joint: ClassVar[bool] = False
-    model: PCL
+    model: PCLModel
 
-    def setup(self, model: PCL) -> None:
+    def setup(self, model: PCLModel) -> None:
         """
         Attach to a model whose policy exists; check that the policy suits the fit.
 
@@ -102,7 +121,7 @@ class _RegressionFit(ValueFit):
         check(is_real(mix) and 0.0 < mix <= 1.0, "value_fit_kwargs['mix']", mix, "in (0, 1]")
         self.mix = mix
 
-    def setup(self, model: PCL) -> None:
+    def setup(self, model: PCLModel) -> None:
         super().setup(model)
         if not model.supports_separate_value:
             raise ValueError(
@@ -149,7 +168,7 @@ class GradValueFit(_RegressionFit):
         self.gradient_steps = gradient_steps
         self._optimizer: th.optim.Optimizer | None = None
 
-    def setup(self, model: PCL) -> None:
+    def setup(self, model: PCLModel) -> None:
         super().setup(model)
         optimizer_class: Any = model.policy.optimizer_class
         self._parameters = self.value_parameters()
@@ -192,7 +211,7 @@ class BestFitValueFit(_RegressionFit):
         check(is_real(reg_coef) and reg_coef > 0, "value_fit_kwargs['reg_coef']", reg_coef, "a finite float > 0")
         self.reg_coef = reg_coef
 
-    def setup(self, model: PCL) -> None:
+    def setup(self, model: PCLModel) -> None:
         super().setup(model)
         layer = model.policy.value_net
         if not (isinstance(layer, th.nn.Linear) and layer.out_features == 1 and layer.bias is not None):

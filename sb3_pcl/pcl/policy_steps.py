@@ -1,10 +1,10 @@
 """
-How PCL moves its policy on each batch: a gradient step, or a trust-region (natural-gradient) step.
+How PCL moves its policy on each batch, when not by the default step.
 
-``PCL(policy_step=...)`` picks one of :data:`POLICY_STEPS`, with its settings in ``policy_step_kwargs``:
+The default, ``policy_step="gradient"``, is one step of the policy's optimiser (Adam by default, ``learning_rate``) on
+the loss, the global gradient norm clipped to ``max_grad_norm``: :meth:`sb3_pcl.PCL.train` takes it inline. The other
+steps are in :data:`POLICY_STEPS`, with their settings in ``policy_step_kwargs``:
 
-- ``"gradient"`` (:class:`GradientStep`): one step of the policy's optimiser (Adam by default, ``learning_rate``) on
-  the loss, the global gradient norm clipped to ``max_grad_norm``.
 - ``"trust_region"`` (:class:`TrustRegionStep`): the original code's ``trust_region_p``: conjugate gradient on the
   Fisher matrix of the mean ``KL(pi_old || pi)`` over the batch's valid states, a step whose quadratic KL estimate
   is ``target_kl``, then a backtracking line search (:func:`~sb3_pcl.common.trust_region.trust_region_step`).
@@ -13,7 +13,7 @@ How PCL moves its policy on each batch: a gradient step, or a trust-region (natu
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import torch as th
 
@@ -21,9 +21,29 @@ from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import Consistency, pcl_policy_loss
 from sb3_pcl.common.trust_region import squared_consistency_objective, state_kl, trust_region_step
 from sb3_pcl.common.validation import check, check_finite_update, is_int, is_real
+from sb3_pcl.pcl.value_fits import PCLModel, ValueFit
 
-if TYPE_CHECKING:
-    from sb3_pcl.pcl.pcl import PCL
+
+class PolicyStepModel(PCLModel, Protocol):
+    """What a policy step reads of the :class:`~sb3_pcl.PCL` model, beyond what a value fit reads."""
+
+    @property
+    def value_fit(self) -> str: ...
+
+    @property
+    def ent_coef(self) -> Any: ...
+
+    @property
+    def relative_entropy_coef(self) -> float: ...
+
+    @property
+    def clip_adv(self) -> float | None: ...
+
+    @property
+    def _value_fit(self) -> ValueFit: ...
+
+    def _valid_observations(self, batch: PathBatch) -> Any: ...
+
 
 TRUST_REGION_LOSSES = ("consistency", "surrogate")
 
@@ -33,9 +53,9 @@ class PolicyStep:
 
     #: the name ``PCL(policy_step=...)`` selects it by
     name: ClassVar[str] = ""
-    model: PCL
+    model: PolicyStepModel
 
-    def setup(self, model: PCL) -> None:
+    def setup(self, model: PolicyStepModel) -> None:
         """
         Attach to a model whose policy and value fit exist; check that they suit the step.
 
@@ -43,7 +63,7 @@ class PolicyStep:
         """
         self.model = model
 
-    def check_model(self, model: PCL) -> None:
+    def check_model(self, model: PolicyStepModel) -> None:
         """
         Raise a ``ValueError`` when the model's other hyperparameters do not suit the step (called at construction).
 
@@ -65,28 +85,6 @@ class PolicyStep:
             host once per training iteration)
         """
         raise NotImplementedError
-
-
-class GradientStep(PolicyStep):
-    """``policy_step="gradient"``: one step of ``policy.optimizer`` on the loss, gradient norm clipped to ``max_grad_norm``."""
-
-    name = "gradient"
-
-    def setup(self, model: PCL) -> None:
-        super().setup(model)
-        self._parameters = list(model.policy.parameters())
-
-    def step(
-        self, batch: PathBatch, loss: th.Tensor, consistency: Consistency, ent_coef: float
-    ) -> dict[str, float | th.Tensor]:
-        policy = self.model.policy
-        policy.optimizer.zero_grad()
-        loss.backward()
-        max_norm = self.model.max_grad_norm if self.model.max_grad_norm is not None else float("inf")
-        grad_norm = th.nn.utils.clip_grad_norm_(self._parameters, max_norm)
-        check_finite_update(type(self.model).__name__, "policy step", loss, grad_norm)
-        policy.optimizer.step()
-        return {"grad_norm": grad_norm.detach()}
 
 
 class TrustRegionStep(PolicyStep):
@@ -143,7 +141,7 @@ class TrustRegionStep(PolicyStep):
         self.line_search_max_iter = line_search_max_iter
         self.line_search_shrinking_factor = line_search_shrinking_factor
 
-    def check_model(self, model: PCL) -> None:
+    def check_model(self, model: PolicyStepModel) -> None:
         if model.value_fit == "joint":
             raise ValueError(
                 "value_fit must be one of 'grad', 'best_fit', 'lbfgs' with policy_step='trust_region' "
@@ -201,5 +199,5 @@ class TrustRegionStep(PolicyStep):
         }
 
 
-#: the policy steps by their ``policy_step`` name
-POLICY_STEPS: dict[str, type[PolicyStep]] = {step.name: step for step in (GradientStep, TrustRegionStep)}
+#: the policy steps other than the default by their ``policy_step`` name
+POLICY_STEPS: dict[str, type[PolicyStep]] = {step.name: step for step in (TrustRegionStep,)}
