@@ -246,7 +246,7 @@ def run_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True,
         tensors["mask"],
         gamma,
         rollout,
-        tau=tau,
+        ent_coef=tau,
         target_log_probs=tensors["target_log_probs"] if use_target else None,
         relative_entropy_coef=lam,
         start_windows=start_windows,
@@ -348,7 +348,7 @@ def test_path_consistency_far_values(rollout, gamma, start_windows):
             t64(batch["mask"]),
             gamma,
             rollout,
-            tau=0.2,
+            ent_coef=0.2,
             target_log_probs=t64(batch["target_log_probs"]),
             relative_entropy_coef=0.5,
             start_windows=start_windows,
@@ -627,7 +627,7 @@ def test_residuals_vanish_for_soft_optimal_chain(tau, gamma, rollout, start_wind
     final = np.array([soft_v[length] for length in lengths])
     assert final[0] == 0.0
     out = C.path_consistency(
-        t64(r), t64(lp), t64(v), t64(final), t64(mask), gamma, rollout, tau=tau, start_windows=start_windows
+        t64(r), t64(lp), t64(v), t64(final), t64(mask), gamma, rollout, ent_coef=tau, start_windows=start_windows
     )
     assert_close(out.residual, np.zeros(out.residual.shape))
 
@@ -637,7 +637,7 @@ def test_non_finite_padding_does_not_leak_into_valid_outputs():
     rewards = t64([[1.0, 1.0], [2.0, 2.0], [math.nan, 3.0], [math.nan, 4.0]])
     log_probs = t64([[-0.5, -0.5], [-0.7, -0.7], [math.nan, -0.2], [math.inf, -0.1]])
     values = t64([[3.0, 3.0], [2.0, 2.0], [math.inf, 1.0], [-math.inf, 0.5]])
-    out = C.path_consistency(rewards, log_probs, values, t64([1.0, 0.0]), mask, gamma=0.9, rollout=3, tau=0.1)
+    out = C.path_consistency(rewards, log_probs, values, t64([1.0, 0.0]), mask, gamma=0.9, rollout=3, ent_coef=0.1)
     assert th.isfinite(out.residual).all() and th.isfinite(out.bootstrap).all()
     clean = C.path_consistency(
         th.nan_to_num(rewards * mask),
@@ -647,7 +647,7 @@ def test_non_finite_padding_does_not_leak_into_valid_outputs():
         mask,
         gamma=0.9,
         rollout=3,
-        tau=0.1,
+        ent_coef=0.1,
     )
     assert_close(out.residual, clean.residual)
 

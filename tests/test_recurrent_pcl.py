@@ -393,7 +393,7 @@ def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
                 batch.mask,
                 gamma=model.gamma,
                 rollout=model.rollout,
-                tau=ent_coef,
+                ent_coef=ent_coef,
                 target_log_probs=target_log_probs,
                 relative_entropy_coef=model.relative_entropy_coef,
                 start_windows=model.start_windows,

@@ -307,7 +307,7 @@ def test_squared_consistency_objective_gradient_is_the_clipped_residual():
     values = th.tensor(rng.normal(size=(6, 2)) * 3)
     mask = th.ones(6, 2, dtype=th.float64)
     mask[4:, 1] = 0
-    consistency = path_consistency(rewards, log_probs, values, th.zeros(2, dtype=th.float64), mask, 0.9, 3, tau=0.5)
+    consistency = path_consistency(rewards, log_probs, values, th.zeros(2, dtype=th.float64), mask, 0.9, 3, ent_coef=0.5)
     residual = consistency.residual.detach().numpy()
     valid = consistency.mask.numpy()
     plain = float(squared_consistency_objective(consistency).detach())

@@ -11,7 +11,7 @@ length of path ``b`` is ``L_b = mask[:, b].sum()``.
 *terminated*); when the path was cut (time-limit truncation, end of a replay segment, or an
 episode still running) it is the critic's estimate, so the consistency bootstraps from it.
 
-Notation (see ``docs/pcl.md``): rollout ``d``, discount ``gamma``, entropy ``tau``,
+Notation (see ``docs/pcl.md``): rollout ``d``, discount ``gamma``, entropy ``tau`` (the argument ``ent_coef``),
 relative-entropy ``lambda`` (Trust-PCL). For ``t < L``,
 
 ``C(t) = -V(s_t) + gamma^k V(s_{t+k}) + sum_{i<k} gamma^i [r_{t+i} - tau log pi_{t+i}
@@ -192,7 +192,7 @@ def path_consistency(
     mask: th.Tensor,
     gamma: float,
     rollout: int,
-    tau: float = 0.0,
+    ent_coef: float = 0.0,
     target_log_probs: th.Tensor | None = None,
     relative_entropy_coef: float = 0.0,
     start_windows: bool = True,
@@ -208,7 +208,7 @@ def path_consistency(
     :param mask: ``(T, B)`` prefix mask of valid steps
     :param gamma: discount factor
     :param rollout: window length ``d``
-    :param tau: entropy regularisation coefficient
+    :param ent_coef: entropy regularisation coefficient (the paper's ``tau``)
     :param target_log_probs: ``(T, B)`` log-probabilities of the (lagged) target policy;
         needed when ``relative_entropy_coef > 0``; treated as constants
     :param relative_entropy_coef: Trust-PCL's ``lambda``
@@ -238,7 +238,7 @@ def path_consistency(
     window_rewards, window_log_probs = window_sums[0], window_sums[1]
     bootstrap = bootstrap_values(values if far_values is None else far_values, final_values, mask, gamma, rollout)
     values = masked(values, mask)
-    residual = -values + bootstrap + window_rewards - tau * window_log_probs
+    residual = -values + bootstrap + window_rewards - ent_coef * window_log_probs
     if relative_entropy_coef != 0.0:
         residual = residual - relative_entropy_coef * window_sums[2]
     offset = rollout - 1 if start_windows else 0

@@ -468,15 +468,15 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         :param kwargs: keyword arguments of :meth:`OffPolicyAlgorithm.collect_rollouts`
         :return: the rollout summary
         """
-        rollout = super().collect_rollouts(*args, **kwargs)
+        rollout_return = super().collect_rollouts(*args, **kwargs)
         if (
-            rollout.continue_training
+            rollout_return.continue_training
             and self.gradient_steps == 0
             and self.use_online_batch
             and self.num_timesteps > self.learning_starts
         ):
             self.train(gradient_steps=0, batch_size=self.batch_size)
-        return rollout
+        return rollout_return
 
     # ------------------------------------------------------------------ learning
     def _prepare_actions(self, actions: th.Tensor) -> th.Tensor:
@@ -582,7 +582,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             batch.mask,
             gamma=self.gamma,
             rollout=self.rollout,
-            tau=ent_coef,
+            ent_coef=ent_coef,
             target_log_probs=target_log_prob,
             relative_entropy_coef=self.relative_entropy_coef,
             start_windows=self.start_windows,
