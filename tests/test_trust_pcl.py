@@ -20,10 +20,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from test_consistency import ref_consistency
 
 from sb3_pcl.common.hyperparams import hyperparams_dir, load_hyperparams
-from sb3_pcl.common.trust_region import MIN_EPISODES, find_relative_entropy_coef, tilted_kl, tilted_log_probs
 from sb3_pcl.pcl import PCL
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.trust_pcl import trust_pcl as trust_pcl_module
+from sb3_pcl.trust_pcl.lambda_search import MIN_EPISODES, find_relative_entropy_coef, tilted_kl, tilted_log_probs
 from sb3_pcl.zoo.samplers import CONVERTERS, SAMPLERS
 
 # ----------------------------------------------------------------------------------------------

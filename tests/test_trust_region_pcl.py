@@ -14,17 +14,16 @@ from stable_baselines3.common.logger import configure
 
 from sb3_pcl import PCL, TrustPCL
 from sb3_pcl.common.consistency import pcl_policy_loss, value_targets
-from sb3_pcl.common.trust_region import (
+from sb3_pcl.common.statistics import state_kl
+from sb3_pcl.pcl.policy_steps import TrustRegionStep
+from sb3_pcl.pcl.trust_region import (
     backtracking_line_search,
     fisher_vector_product_fn,
     natural_gradient_step,
-    ridge_regression,
     squared_consistency_objective,
-    state_kl,
     trust_region_step,
 )
-from sb3_pcl.pcl.policy_steps import TrustRegionStep
-from sb3_pcl.pcl.value_fits import BestFitValueFit
+from sb3_pcl.pcl.value_fits import BestFitValueFit, ridge_regression
 
 FAST = {
     "learning_starts": 100,

@@ -6,6 +6,7 @@ device. The helpers below avoid all three, so that an iteration's statistics cro
 """
 
 import torch as th
+from stable_baselines3.common.distributions import Distribution, kl_divergence
 
 
 def masked_mean(values: th.Tensor, mask: th.Tensor) -> th.Tensor:
@@ -52,3 +53,18 @@ def on_host(history: dict[str, list[float | th.Tensor]]) -> dict[str, list[float
     return {
         key: [next(host) if isinstance(value, th.Tensor) else value for value in values] for key, values in history.items()
     }
+
+
+def state_kl(p: Distribution, q: Distribution) -> th.Tensor:
+    """
+    ``KL(p || q)`` per state, one value per row of the distributions' batch.
+
+    SB3's ``kl_divergence`` returns one column per action dimension for the factorised
+    distributions (diagonal Gaussian); those are summed, the KL of the joint action distribution.
+
+    :param p: the first distribution (e.g. the old or the target policy)
+    :param q: the second distribution, of the same type and batch size
+    :return: ``(batch,)``
+    """
+    kl = kl_divergence(p, q)
+    return kl.sum(dim=-1) if kl.dim() > 1 else kl

@@ -29,8 +29,7 @@ from sb3_pcl.common.consistency import (
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
-from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host
-from sb3_pcl.common.trust_region import state_kl
+from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host, state_kl
 from sb3_pcl.common.validation import (
     ObservationSpaceChecks,
     build_part,

@@ -7,7 +7,7 @@ steps are in :data:`POLICY_STEPS`, with their settings in ``policy_step_kwargs``
 
 - ``"trust_region"`` (:class:`TrustRegionStep`): the original code's ``trust_region_p``: conjugate gradient on the
   Fisher matrix of the mean ``KL(pi_old || pi)`` over the batch's valid states, a step whose quadratic KL estimate
-  is ``target_kl``, then a backtracking line search (:func:`~sb3_pcl.common.trust_region.trust_region_step`).
+  is ``target_kl``, then a backtracking line search (:func:`~sb3_pcl.pcl.trust_region.trust_region_step`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Any, ClassVar, Protocol
 
 import torch as th
 
-from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import Consistency, pcl_policy_loss
-from sb3_pcl.common.trust_region import squared_consistency_objective, state_kl, trust_region_step
+from sb3_pcl.common.path_buffer import PathBatch
+from sb3_pcl.common.statistics import state_kl
 from sb3_pcl.common.validation import check, check_finite_update, is_int, is_real
+from sb3_pcl.pcl.trust_region import squared_consistency_objective, trust_region_step
 from sb3_pcl.pcl.value_fits import PCLModel, ValueFit
 
 

@@ -20,10 +20,9 @@ from typing import Any, ClassVar, Protocol
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 
-from sb3_pcl.common.buffers import PathBatch
 from sb3_pcl.common.consistency import Consistency, value_targets
 from sb3_pcl.common.dict_obs import merge_leading
-from sb3_pcl.common.trust_region import ridge_regression
+from sb3_pcl.common.path_buffer import PathBatch
 from sb3_pcl.common.validation import check, check_finite_update, gradient_norm, is_int, is_real
 
 
@@ -46,6 +45,42 @@ class PCLModel(Protocol):
     def _consistency(
         self, batch: PathBatch, values: th.Tensor, log_prob: th.Tensor, final_values: th.Tensor, ent_coef: float
     ) -> Consistency: ...
+
+
+def ridge_regression(
+    features: th.Tensor, targets: th.Tensor, reg_coef: float = 1e-5, max_tries: int = 5
+) -> tuple[th.Tensor, th.Tensor] | None:
+    """
+    Least squares fit of a linear layer ``y ~ h w + b``, regularised: ``[w; b] = (X^T X + rho I)^-1 X^T y``, ``X = [h, 1]``.
+
+    Solved in float64. When the solution is not finite, ``rho`` is multiplied by 10 and the
+    solve repeated, at most ``max_tries`` times in all (the original code's ``best_fit``).
+
+    :param features: ``(N, F)`` inputs of the layer
+    :param targets: ``(N,)`` regression targets
+    :param reg_coef: ``rho > 0``, ridge coefficient (on the weight and the bias)
+    :param max_tries: number of solves with growing ``rho``
+    :return: ``(weight (F,), bias ())`` in the dtype of ``features``, or ``None`` if no finite solution was found
+    """
+    if features.dim() != 2 or targets.shape != features.shape[:1]:
+        raise ValueError(f"features must be (N, F) and targets (N,), got {tuple(features.shape)} and {tuple(targets.shape)}")
+    if not reg_coef > 0:
+        raise ValueError(f"reg_coef must be > 0, got {reg_coef}")
+    design = th.cat([features, th.ones_like(features[:, :1])], dim=1).double()
+    gram = design.T @ design
+    moment = design.T @ targets.double()
+    identity = th.eye(gram.shape[0], dtype=gram.dtype, device=gram.device)
+    coef = reg_coef
+    for _ in range(max_tries):
+        try:
+            solution = th.linalg.solve(gram + coef * identity, moment)
+        except RuntimeError:  # torch.linalg.LinAlgError: singular even with the ridge term
+            solution = None
+        if solution is not None and th.all(th.isfinite(solution)):
+            solution = solution.to(features.dtype)
+            return solution[:-1], solution[-1]
+        coef *= 10.0
+    return None
 
 
 class ValueFit:
@@ -197,7 +232,7 @@ class BestFitValueFit(_RegressionFit):
     ``value_fit="best_fit"``: ridge least squares for the weight and bias of the value's last linear layer.
 
     ``[w; b]`` solves ``(X^T X + reg_coef I) [w; b] = X^T y`` with ``X = [features, 1]``, the features being the
-    input of ``policy.value_net`` (:func:`~sb3_pcl.common.trust_region.ridge_regression`); the hidden layers are not
+    input of ``policy.value_net`` (:func:`ridge_regression`); the hidden layers are not
     trained. When no finite solution exists the layer is kept.
 
     :param reg_coef: the ridge coefficient ``rho > 0``

@@ -16,10 +16,9 @@ import torch as th
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback
 
-from sb3_pcl.common.buffers import PathBatch
+from sb3_pcl.common.path_buffer import PathBatch
 from sb3_pcl.common.recurrent import CnnLstmPolicy, MlpLstmPolicy
-from sb3_pcl.common.statistics import masked_mean
-from sb3_pcl.common.trust_region import state_kl
+from sb3_pcl.common.statistics import masked_mean, state_kl
 from sb3_pcl.pcl.pcl import PCL
 from sb3_pcl.recurrent_pcl.policies import UnifiedMlpLstmPolicy
 from sb3_pcl.trust_pcl.trust_pcl import TrustPCL

@@ -11,9 +11,9 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecMonitor, is_vecenv_wrapped
 
-from sb3_pcl.common.trust_region import LAMBDA_HIGH, LAMBDA_LOW, MIN_EPISODES, find_relative_entropy_coef
 from sb3_pcl.common.validation import check, is_int, is_real
 from sb3_pcl.pcl.pcl import PCL
+from sb3_pcl.trust_pcl.lambda_search import LAMBDA_HIGH, LAMBDA_LOW, MIN_EPISODES, find_relative_entropy_coef
 
 SelfTrustPCL = TypeVar("SelfTrustPCL", bound="TrustPCL")
 
@@ -34,9 +34,9 @@ class TrustPCL(PCL):
     every training iteration from the last ``lambda_window`` episodes (returns and lengths of the
     Monitor wrapper): the ``lambda`` at which ``KL(exponentially tilted episode distribution ||
     uniform) = max_divergence * mean episode length``
-    (:func:`~sb3_pcl.common.trust_region.find_relative_entropy_coef`), then smoothed,
+    (:func:`~sb3_pcl.trust_pcl.lambda_search.find_relative_entropy_coef`), then smoothed,
     ``lambda <- lambda_smoothing * lambda + (1 - lambda_smoothing) * new``. With fewer than
-    :data:`~sb3_pcl.common.trust_region.MIN_EPISODES` episodes ``lambda`` is kept. Data, target
+    :data:`~sb3_pcl.trust_pcl.lambda_search.MIN_EPISODES` episodes ``lambda`` is kept. Data, target
     network (policy and value, polyak-averaged once per iteration), separate value optimisation
     and losses are PCL's.
 
