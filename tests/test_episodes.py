@@ -19,16 +19,13 @@ from sb3_pcl.common.episodes import (
     check_num_samples,
     check_seeded_resets,
     collect_episode_batch,
-    episode_totals,
-    full_episode_policy_loss,
     group_seeds,
-    k_sample_baseline,
-    ment_bonus,
     original_observations,
     set_reset_seeds,
-    urex_bonus,
 )
 from sb3_pcl.common.recurrent import MlpLstmPolicy
+from sb3_pcl.reinforce.losses import episode_totals, full_episode_policy_loss, k_sample_baseline, ment_bonus
+from sb3_pcl.urex.urex import urex_bonus
 
 # ----------------------------------------------------------------------------------------------
 # Naive per-episode references

@@ -1,20 +1,5 @@
 """
-Full-episode objectives (REINFORCE with entropy bonus, UREX) and synchronized episode batches.
-
-Loss functions
-    Small pure torch functions on ``(n_groups, K)`` tensors: row ``g`` holds the ``K`` episodes played
-    from start state ``g``, ``R`` their total rewards, ``L`` their total log-probabilities (summed over
-    steps and action components), ``tau`` the algorithms' ``ent_coef`` (entropy coefficient of MENT,
-    temperature of UREX).
-
-    ============================  =========================================================  ============================
-    quantity                      definition                                                 function
-    ============================  =========================================================  ============================
-    MENT bonus (REINFORCE)        ``b = -tau * L``                                           :func:`ment_bonus`
-    UREX bonus                    ``b = tau * K * softmax_K(R / tau - L)``                   :func:`urex_bonus`
-    K-sample baseline             ``B_g = mean_k (R_gk + b_gk)``                             :func:`k_sample_baseline`
-    policy loss                   ``mean_{g,k} -stopgrad(R_gk + b_gk - B_g) * L_gk``         :func:`full_episode_policy_loss`
-    ============================  =========================================================  ============================
+Synchronized episode batches, which Reinforce and UREX learn from (their losses: :mod:`sb3_pcl.reinforce.losses`).
 
 Synchronized batches
     :func:`collect_episode_batch` plays the ``n_groups * K`` episodes of a batch: ``K`` episodes from each of
@@ -49,7 +34,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.dict_obs import ObsDict, as_obs_arrays, copy_obs, flat_rows, stack_obs
 from sb3_pcl.common.recurrent import initial_recurrent_states
-from sb3_pcl.common.validation import check, check_storable, is_int, is_real
+from sb3_pcl.common.validation import check, check_storable, is_int
 
 __all__ = [
     "EpisodeBatch",
@@ -61,14 +46,9 @@ __all__ = [
     "check_num_samples",
     "check_seeded_resets",
     "collect_episode_batch",
-    "episode_totals",
-    "full_episode_policy_loss",
     "group_seeds",
-    "k_sample_baseline",
-    "ment_bonus",
     "original_observations",
     "set_reset_seeds",
-    "urex_bonus",
 ]
 
 
@@ -82,71 +62,6 @@ class UnseedableEnvError(GroupSyncError):
 
 #: Largest base seed drawn for a batch (keeps ``base_seed + n_groups`` a valid 32-bit seed).
 MAX_SEED = 2**31 - 1
-
-
-# ----------------------------------------------------------------------------------------------
-# Loss functions
-# ----------------------------------------------------------------------------------------------
-def episode_totals(x: th.Tensor, mask: th.Tensor) -> th.Tensor:
-    """
-    Sum a time-major quantity over the valid steps of each episode.
-
-    :param x: ``(T, N)`` per-step values (rewards or log-probabilities)
-    :param mask: ``(T, N)``, 1 on the steps of each episode, 0 after it
-    :return: ``(N,)`` totals (masked entries never contribute, even when they are not finite)
-    """
-    return th.where(mask > 0, x, th.zeros_like(x)).sum(dim=0)
-
-
-def ment_bonus(total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
-    """
-    Entropy bonus of REINFORCE with maximum-entropy regularisation (MENT): ``-tau * L``.
-
-    :param total_log_probs: ``(n_groups, K)`` total log-probabilities ``L`` of the episodes
-    :param ent_coef: ``tau``, the entropy coefficient
-    :return: ``(n_groups, K)`` bonus
-    """
-    return -ent_coef * total_log_probs
-
-
-def urex_bonus(total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
-    """
-    UREX bonus: ``tau * K * softmax_K(R / tau - L)``, the self-normalised importance weights of the
-    ``K`` episodes of a group under ``exp(R / tau)``, scaled so that they average to ``tau``.
-
-    :param total_rewards: ``(n_groups, K)`` total rewards ``R``
-    :param total_log_probs: ``(n_groups, K)`` total log-probabilities ``L``
-    :param ent_coef: ``tau``, the temperature, ``> 0``
-    :return: ``(n_groups, K)`` bonus
-    """
-    check(is_real(ent_coef) and ent_coef > 0, "ent_coef", ent_coef, "> 0 for the UREX bonus")
-    num_samples = total_rewards.shape[-1]
-    return ent_coef * num_samples * th.softmax(total_rewards / ent_coef - total_log_probs, dim=-1)
-
-
-def k_sample_baseline(rewards_and_bonus: th.Tensor) -> th.Tensor:
-    """
-    Non-parametric baseline: the mean of ``R + bonus`` over the ``K`` episodes of each group.
-
-    :param rewards_and_bonus: ``(n_groups, K)``
-    :return: ``(n_groups, 1)``
-    """
-    return rewards_and_bonus.mean(dim=-1, keepdim=True)
-
-
-def full_episode_policy_loss(total_rewards: th.Tensor, total_log_probs: th.Tensor, bonus: th.Tensor) -> th.Tensor:
-    """
-    Policy-gradient surrogate ``mean_{g,k} -stopgrad(R + b - baseline) * L``, averaged over all episodes
-    of the batch as in the original code.
-
-    :param total_rewards: ``(n_groups, K)`` total rewards
-    :param total_log_probs: ``(n_groups, K)`` total log-probabilities (the gradient flows through them)
-    :param bonus: ``(n_groups, K)`` exploration bonus (``ment_bonus`` or ``urex_bonus``)
-    :return: scalar loss
-    """
-    rewards_and_bonus = (total_rewards + bonus).detach()
-    advantages = rewards_and_bonus - k_sample_baseline(rewards_and_bonus)
-    return -(advantages * total_log_probs).mean()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -28,9 +28,6 @@ from sb3_pcl.common.episodes import (
     check_num_samples,
     check_seeded_resets,
     collect_episode_batch,
-    episode_totals,
-    full_episode_policy_loss,
-    ment_bonus,
 )
 from sb3_pcl.common.recurrent import initial_recurrent_states
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
@@ -45,6 +42,7 @@ from sb3_pcl.common.validation import (
     is_int,
     is_real,
 )
+from sb3_pcl.reinforce.losses import episode_totals, full_episode_policy_loss, ment_bonus
 from sb3_pcl.reinforce.policies import CnnLstmPolicy, CnnPolicy, MlpLstmPolicy, MlpPolicy, MultiInputPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
@@ -76,7 +74,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     state are played one after another (:func:`~sb3_pcl.common.episodes.batch_layout`). With ``R`` the total
     reward and ``L`` the total log-probability of an episode, the loss is
     ``mean -stopgrad(R + b - mean_K(R + b)) * L`` with the bonus ``b = -ent_coef * L`` (see
-    :mod:`sb3_pcl.common.episodes`), followed by one Adam step with global-norm gradient clipping.
+    :mod:`sb3_pcl.reinforce.losses`), followed by one Adam step with global-norm gradient clipping.
 
     Base class: :class:`~stable_baselines3.common.base_class.BaseAlgorithm`, with this algorithm's own
     :meth:`learn` loop: collect one batch, log every ``log_interval`` batches, train once, until

@@ -6,10 +6,25 @@ import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
-from sb3_pcl.common.episodes import urex_bonus
+from sb3_pcl.common.validation import check, is_real
 from sb3_pcl.reinforce.reinforce import Reinforce
 
 SelfUREX = TypeVar("SelfUREX", bound="UREX")
+
+
+def urex_bonus(total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
+    """
+    UREX bonus: ``tau * K * softmax_K(R / tau - L)``, the self-normalised importance weights of the
+    ``K`` episodes of a group under ``exp(R / tau)``, scaled so that they average to ``tau``.
+
+    :param total_rewards: ``(n_groups, K)`` total rewards ``R``
+    :param total_log_probs: ``(n_groups, K)`` total log-probabilities ``L``
+    :param ent_coef: ``tau``, the temperature, ``> 0``
+    :return: ``(n_groups, K)`` bonus
+    """
+    check(is_real(ent_coef) and ent_coef > 0, "ent_coef", ent_coef, "> 0 for the UREX bonus")
+    num_samples = total_rewards.shape[-1]
+    return ent_coef * num_samples * th.softmax(total_rewards / ent_coef - total_log_probs, dim=-1)
 
 
 class UREX(Reinforce):
