@@ -1,7 +1,7 @@
 """
 Bounded memory and constant add cost of the path replay once it is full (issue #32).
 
-Each run keeps adding one-env transitions to a :class:`~sb3_pcl.common.buffers.PathReplayBuffer` for several times its
+Each run keeps adding one-env transitions to a :class:`~sb3_pcl.common.path_buffer.PathReplayBuffer` for several times its
 size, in a fresh process, and records the process's resident memory (RSS) along the way and the adds per second once
 the buffer is full. Scenarios: episodes that end (``episodes``: every ``--episode-length`` steps; ``one_step``: every
 step, the most evictions) and ``never``: one episode that never ends, longer than the buffer (its oldest steps are
@@ -71,7 +71,7 @@ def make_buffer(scenario: str, size: int) -> Any:
         from stable_baselines3.common.buffers import ReplayBuffer
 
         return ReplayBuffer(size, observation_space, action_space, device="cpu")
-    from sb3_pcl.common.buffers import PathReplayBuffer
+    from sb3_pcl.common.path_buffer import PathReplayBuffer
 
     return PathReplayBuffer(size, observation_space, action_space, device="cpu")
 

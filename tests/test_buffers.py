@@ -3,17 +3,18 @@
 import io
 import json
 import pickle
-import re
 
 import numpy as np
 import pytest
 from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
 from sb3_pcl import PCL
-from sb3_pcl.common.buffers import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathIndex, PathReplayBuffer
+from sb3_pcl.common import buffers as buffers_module
 from sb3_pcl.common.demonstrations import save_episodes
+from sb3_pcl.common.path_buffer import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathIndex, PathReplayBuffer
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
 ACT_SPACE = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
@@ -261,6 +262,24 @@ def test_distinct_paths_draws_without_replacement():
     del restored.__dict__["distinct_paths"]
     restored.__setstate__(restored.__dict__.copy())
     assert restored.distinct_paths is False
+
+
+def test_buffers_pickled_under_the_former_module_load_and_sample_the_same():
+    """Buffers pickled before the package named ``sb3_pcl.common.buffers.PathReplayBuffer`` (and its Path, PathIndex)."""
+    buffer = make_buffer(6, eviction="rank", alpha=0.5)
+    for v in range(9):
+        step(buffer, [float(v)], dones=[v % 3 == 2])
+    text = pickle.dumps(buffer, protocol=0)
+    for module in ("buffer", "paths", "index"):
+        text = text.replace(f"sb3_pcl.common.path_buffer.{module}\n".encode(), b"sb3_pcl.common.buffers\n")
+    assert b"path_buffer" not in text and b"sb3_pcl.common.buffers\nPathReplayBuffer" in text
+    restored = pickle.loads(text)
+    assert type(restored) is PathReplayBuffer and buffers_module.PathReplayBuffer is PathReplayBuffer
+    np.random.seed(0)
+    expected = buffer.sample(4).path_ids
+    np.random.seed(0)
+    np.testing.assert_array_equal(restored.sample(4).path_ids, expected)
+    assert (restored.size(), restored.pos, restored.full) == (buffer.size(), buffer.pos, buffer.full)
 
 
 def test_reset_empties_the_buffer_and_keeps_every_setting():
@@ -771,18 +790,61 @@ def test_path_index_finds_the_kth_evictable_path_through_growth_and_compaction()
 # SB3's ReplayBuffer attributes (issue #32)
 
 
-@pytest.mark.parametrize(
-    ("name", "instead"),
-    [("pos", "size()"), ("next_observations", "transitions()"), ("dones", "transitions()"), ("timeouts", "transitions()")],
-)
-def test_sb3_attributes_without_their_sb3_meaning_raise_an_attribute_error_saying_why(name, instead):
+def step_both(ours: PathReplayBuffer, theirs: ReplayBuffer, value: float, done=False, truncated=False) -> None:
+    """One transition (observation (v, 0), action 10 v, reward v) into our buffer and into SB3's ReplayBuffer."""
+    obs = np.array([[value, 0.0]], dtype=np.float32)
+    infos = [{"TimeLimit.truncated": truncated}]
+    for buffer in (ours, theirs):
+        buffer.add(obs, obs + 0.5, np.array([[10 * value]], np.float32), np.array([value]), np.array([done]), infos)
+
+
+def test_sb3_attributes_read_as_from_sb3_replay_buffer():
+    """Code written for SB3's ReplayBuffer (``observations[:pos]``, ``dones``, ``timeouts``, ``full``) reads the same."""
+    ours = make_buffer(6)
+    theirs = ReplayBuffer(6, OBS_SPACE, ACT_SPACE, device="cpu", n_envs=1)
+    assert ours.pos == theirs.pos == 0 and ours.full is theirs.full is False
+    assert ours.dones is None and ours.timeouts is None  # allocated on the first add, as observations
+    ends = {1: (True, False), 3: (True, True)}  # step: (done, truncated): an episode end, then a time limit
+    for t in range(5):
+        step_both(ours, theirs, float(t + 1), *ends.get(t, (False, False)))
+        upper = ours.buffer_size if ours.full else ours.pos
+        assert ours.pos == theirs.pos == ours.size() == t + 1 and ours.full is theirs.full is False
+        np.testing.assert_array_equal(ours.observations[:upper], theirs.observations[:upper, 0])
+        np.testing.assert_array_equal(ours.actions[:upper], theirs.actions[:upper, 0])
+        np.testing.assert_array_equal(ours.rewards[:upper], theirs.rewards[:upper, 0])
+        np.testing.assert_array_equal(ours.dones[:upper], theirs.dones[:upper, 0])
+        np.testing.assert_array_equal(ours.timeouts[:upper], theirs.timeouts[:upper, 0])
+        assert ours.dones.dtype == theirs.dones.dtype == np.float32
+    step_both(ours, theirs, 6.0)
+    assert ours.full is theirs.full is True and ours.size() == theirs.size() == 6
+    np.testing.assert_array_equal(ours.observations, theirs.observations[:, 0])
+    np.testing.assert_array_equal(ours.dones, theirs.dones[:, 0])
+    assert ours.pos == theirs.pos == 0  # full: the oldest transition, the row SB3 overwrites next
+    with pytest.raises(AttributeError, match="read-only"):
+        ours.pos = 0
+
+
+def test_pos_is_where_the_next_transition_is_written():
     buffer = make_buffer(4)
-    step(buffer, [1.0])
-    with pytest.raises(
-        AttributeError, match=rf"PathReplayBuffer has no '{name}': it is not SB3's circular ReplayBuffer.*{re.escape(instead)}"
-    ):
-        getattr(buffer, name)
-    assert not hasattr(buffer, name)  # tools probing with hasattr / getattr(..., None) see it missing
+    for v in range(4):
+        step(buffer, [float(v)], dones=[v == 1])
+    assert buffer.full and buffer.pos == 0  # the oldest transition
+    step(buffer, [4.0])  # evicts the finished path [0, 1]: slots 0 and 1 are free, the write took the latest freed
+    assert buffer.size() == 3 and not buffer.full
+    assert buffer.observations is not None and buffer.observations[1, 0] == 4.0
+    free = buffer.pos
+    assert free == 0 and free not in {slot for path in buffer.paths.values() for slot in path.slots}
+    step(buffer, [5.0], dones=[True])
+    assert buffer.observations[free, 0] == 5.0 and buffer.full
+    np.testing.assert_array_equal(buffer.dones, [1, 0, 0, 0])  # per slot: slot 0 ended the path [2, 3, 4, 5]
+    assert buffer.pos == 2  # full again: the slot of the oldest stored transition (2.0)
+    step(buffer, [6.0])
+    buffer.close_open_paths()  # a cut path ends there too, and bootstraps (SB3's timeouts)
+    assert buffer.dones is not None and buffer.timeouts is not None
+    (slot,) = buffer.paths[max(buffer.paths)].slots
+    assert buffer.dones[slot] == buffer.timeouts[slot] == 1.0 and buffer.timeouts.sum() == 1.0
+    with pytest.raises(AttributeError, match="transitions"):
+        _ = buffer.next_observations
 
 
 def test_sb3_attributes_kept_with_their_meaning():
@@ -799,7 +861,6 @@ def test_sb3_attributes_kept_with_their_meaning():
         buffer.full = False
     assert buffer.observations is not None and buffer.observations.shape == (4, *OBS_SPACE.shape)  # slots, no n_envs
     assert buffer.actions is not None and buffer.actions.shape == (4, 1) and buffer.rewards is not None
-    assert "does not exist" in PathReplayBuffer.__doc__ or "do not exist" in PathReplayBuffer.__doc__
     buffer.reset()
     assert buffer.full is False
 

@@ -19,9 +19,9 @@ from stable_baselines3.common.torch_layers import CombinedExtractor
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_pcl import PCL, UREX, Reinforce, TrustPCL
-from sb3_pcl.common.buffers import PathReplayBuffer
 from sb3_pcl.common.dict_obs import ObsDict
 from sb3_pcl.common.episodes import collect_episode_batch
+from sb3_pcl.common.path_buffer import PathReplayBuffer
 
 
 class GoalLineEnv(gym.Env):

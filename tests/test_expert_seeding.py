@@ -16,7 +16,6 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor, VecNormalize
 
 from sb3_pcl import PCL, Reinforce, TrustPCL
-from sb3_pcl.common.buffers import PathReplayBuffer
 from sb3_pcl.common.demonstrations import (
     DemonstrationsCallback,
     check_episodes,
@@ -24,6 +23,7 @@ from sb3_pcl.common.demonstrations import (
     record_episodes,
     save_episodes,
 )
+from sb3_pcl.common.path_buffer import PathReplayBuffer
 from sb3_pcl.envs import (
     ALGORITHMIC_ENV_IDS,
     CombinedActionWrapper,

@@ -22,7 +22,7 @@ from stable_baselines3.common.save_util import save_to_pkl
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
 from sb3_pcl import PCL
-from sb3_pcl.common.buffers import PathReplayBuffer
+from sb3_pcl.common.path_buffer import PathReplayBuffer
 from sb3_pcl.pcl import pcl as pcl_module
 
 # ----------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ key                value
 =================  ==============================================================================
 
 Observations and rewards are the environment's raw ones (never ``VecNormalize``-d), which is what
-:class:`~sb3_pcl.common.buffers.PathReplayBuffer` stores for the transitions it collects.
+:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer` stores for the transitions it collects.
 
 :func:`save_episodes` writes a list of episodes to one ``.npz`` file (concatenated arrays plus the
 episode lengths; no pickle), :func:`load_episodes` reads it back with ``allow_pickle=False``.
@@ -40,9 +40,9 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_pcl.common import minari_io
-from sb3_pcl.common.buffers import PathReplayBuffer
 from sb3_pcl.common.episode_checks import EPISODE_KEYS, NUMERIC_KINDS, Demonstration, check_episodes, episode_arrays
 from sb3_pcl.common.npz_files import check_header, npz_member_names, read_npz_headers
+from sb3_pcl.common.path_buffer import PathReplayBuffer
 from sb3_pcl.common.recording import record_episodes
 
 if TYPE_CHECKING:

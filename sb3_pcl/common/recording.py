@@ -44,7 +44,7 @@ def record_episodes(
 
     ``VecNormalize`` must be the outermost wrapper of ``env`` when present: the agent acts on observations
     normalised with its (frozen) statistics, and the raw observations and rewards are recorded, as
-    :class:`~sb3_pcl.common.buffers.PathReplayBuffer` stores them. The envs are reset first (with ``seed`` when
+    :class:`~sb3_pcl.common.path_buffer.PathReplayBuffer` stores them. The envs are reset first (with ``seed`` when
     given) and stepped in place: pass a separate env, not the one a model keeps training on.
 
     :param model: the agent (anything with SB3's ``predict(obs, state, episode_start, deterministic)``)
