@@ -729,6 +729,11 @@ def test_gsde_actions_change_only_when_the_noise_is_redrawn():
     model.actor.reset_noise(1)
     assert not np.array_equal(model._sample_action(0, n_envs=1)[1], first)
     assert model.actor.get_std().shape == (64, 1)
+    # SB3's meaning: the acting network, a module (here the online and the target policy, either of which acts)
+    assert isinstance(model.actor, th.nn.Module)
+    assert {id(p) for p in model.actor.parameters()} == {
+        id(p) for p in [*model.policy.parameters(), *model.policy_target.parameters()]
+    }
 
 
 def test_gsde_squashed_actions_are_stored_in_the_unit_box_and_unscaled_for_the_env():

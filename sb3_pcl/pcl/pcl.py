@@ -16,7 +16,7 @@ from stable_baselines3.common.torch_layers import MlpExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule
 
-from sb3_pcl.common.actions import NoiseControl, no_distribution_checks, sample_actions, to_env_actions
+from sb3_pcl.common.actions import ActingPolicies, no_distribution_checks, sample_actions, to_env_actions
 from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
 from sb3_pcl.common.consistency import (
     Consistency,
@@ -164,6 +164,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     policy: ActorCriticPolicy
     policy_target: ActorCriticPolicy
     replay_buffer: PathReplayBuffer  # type: ignore[assignment]
+    #: the acting networks, what SB3's off-policy collection reads as ``actor`` (gSDE's noise controls)
+    actor: ActingPolicies
     _value_fit: ValueFit
     #: the policy step other than the default gradient step (``None``: the gradient step, taken in ``_train_on_batch``)
     _policy_step: PolicyStep | None
@@ -336,6 +338,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self.policy_target.load_state_dict(self.policy.state_dict())
         self.policy_target.set_training_mode(False)
         self.policy_target.requires_grad_(False)
+        self.actor = ActingPolicies(self.policy, self.policy_target)
         self._polyak_params: tuple[list[th.Tensor], list[th.Tensor]] = (
             list(self.policy.parameters()),
             list(self.policy_target.parameters()),
@@ -435,11 +438,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         acting = self.policy_target if self.sample_from == "target" else self.policy
         sampled = sample_actions(acting, self._last_obs).cpu().numpy()  # type: ignore[arg-type]
         return sampled.reshape((n_envs, *(self.action_space.shape or ())))
-
-    @property
-    def actor(self) -> NoiseControl:  # type: ignore[override]  # SB3 declares a module; it only calls these two
-        """What SB3's off-policy collection calls with ``use_sde``: ``reset_noise`` and ``get_std``."""
-        return NoiseControl(self)
 
     def _on_step(self) -> None:
         self._steps_since_train += 1
@@ -837,7 +835,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self.replay_buffer = buffer
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "policy_target", "_polyak_params", "_value_fit", "_policy_step"]
+        return [*super()._excluded_save_params(), "actor", "policy_target", "_polyak_params", "_value_fit", "_policy_step"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts = ["policy", "policy.optimizer", "policy_target"]
