@@ -973,7 +973,8 @@ def test_pcl_save_and_load_replay_buffer_round_trip(tmp_path, trained_pcl, targe
         with np.load(tmp_path / "replay.npz", allow_pickle=False) as data:  # arrays only
             assert "metadata" in data.files and data["observations"].shape == (trained_pcl.buffer_size, 4)
         other.load_replay_buffer(path)  # found with the suffix, as SB3 finds its ".pkl"
-    assert other.replay_buffer is not trained_pcl.replay_buffer and other.replay_buffer.size() == 80
+    assert other.replay_buffer is not trained_pcl.replay_buffer
+    assert other.replay_buffer.size() == trained_pcl.replay_buffer.size() == trained_pcl.num_timesteps > 0
     assert other.replay_buffer.device == other.device
     assert_same_paths(other.replay_buffer, trained_pcl.replay_buffer)
     assert_same_samples(trained_pcl.replay_buffer, other.replay_buffer)
