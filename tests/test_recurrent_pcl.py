@@ -27,8 +27,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
-from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer
 from sb3_pcl.common.consistency import path_consistency
+from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
 from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions
 
 LSTM = {"lstm_hidden_size": 16}

@@ -17,7 +17,6 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Rollout
 from stable_baselines3.common.utils import FloatSchedule
 
 from sb3_pcl.common.actions import ActingPolicies, no_distribution_checks, sample_actions, to_env_actions
-from sb3_pcl.common.buffers import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
 from sb3_pcl.common.consistency import (
     Consistency,
     consistency_loss,
@@ -28,6 +27,7 @@ from sb3_pcl.common.consistency import (
 )
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
+from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host, state_kl
 from sb3_pcl.common.validation import (
@@ -87,7 +87,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     ``V(s_t) = gamma^d V(s_{t+d}) + sum_i gamma^i (r_{t+i} - ent_coef log pi(a_{t+i}|s_{t+i}))`` on
     any path, on-policy or not (``ent_coef`` is the paper's ``tau``). SB3's
     :class:`~stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm` collects the steps; PCL adds an
-    episode-aware replay (:class:`~sb3_pcl.common.buffers.PathReplayBuffer`) whose time-major path segments feed
+    episode-aware replay (:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer`) whose time-major path segments feed
     the consistency loss (:mod:`sb3_pcl.common.consistency`), and a lagged target network. By default the value is
     fitted jointly with the policy and both move in one step of the policy's optimiser; the original code's other
     options, separate value fits (:mod:`sb3_pcl.pcl.value_fits`) and a trust-region step
@@ -794,7 +794,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
         """
         Save the replay buffer to a file that cannot run code when loaded (unlike SB3's pickle): an ``.npz`` of arrays
-        with JSON metadata (:meth:`~sb3_pcl.common.buffers.PathReplayBuffer.save_npz`). A ``str`` or ``pathlib.Path``
+        with JSON metadata (:meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.save_npz`). A ``str`` or ``pathlib.Path``
         without suffix gets ``.npz`` appended (SB3 appends ``.pkl``).
 
         :param path: the file (a path, created with its folders if needed, or a binary file open for writing)
@@ -807,7 +807,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     ) -> None:
         """
         Load a replay buffer saved with :meth:`save_replay_buffer` (read with ``allow_pickle=False``; every array is
-        checked, and every size before anything is allocated: see :meth:`~sb3_pcl.common.buffers.PathReplayBuffer.load_npz`).
+        checked, and every size before anything is allocated: see
+        :meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.load_npz`).
         It samples exactly as the saved one. A replay saved with a larger ``buffer_size`` than this model's is refused
         (create the model with that ``buffer_size``).
 
