@@ -24,7 +24,6 @@ import contextlib
 import dataclasses
 import datetime
 import importlib.metadata
-import inspect
 import json
 import math
 import shlex
@@ -207,43 +206,13 @@ def _seeded_global_numpy(seed: int) -> Iterator[None]:
         np.random.set_state(state)
 
 
-@contextlib.contextmanager
-def _pandas_deprecate_kwarg_compat() -> Iterator[None]:
-    """
-    Let ``arch`` < 8 (rliable requires ``arch<8.0``) import under pandas >= 3: pandas 3 added a leading warning class
-    argument to ``pandas.util._decorators.deprecate_kwarg``, which ``arch.univariate`` calls the old way at import time.
-    For the block, calls of the old form (a string first) get ``FutureWarning`` put in front; others pass unchanged.
-    """
-    try:
-        from pandas.util import _decorators
-    except ImportError:  # pragma: no cover - a pandas without the private module
-        yield
-        return
-    original = getattr(_decorators, "deprecate_kwarg", None)
-    if original is None or next(iter(inspect.signature(original).parameters), None) != "klass":
-        yield  # pandas < 3: nothing to adapt
-        return
-
-    def deprecate_kwarg(*args: Any, **kwargs: Any) -> Any:
-        if args and isinstance(args[0], str) and "klass" not in kwargs:
-            return original(FutureWarning, *args, **kwargs)
-        return original(*args, **kwargs)
-
-    _decorators.deprecate_kwarg = deprecate_kwarg  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        _decorators.deprecate_kwarg = original  # type: ignore[assignment]
-
-
 def import_rliable() -> tuple[ModuleType, ModuleType]:
     """
     :return: ``rliable.library`` and ``rliable.metrics``
     :raises ImportError: rliable is not installed
     """
     try:
-        with _pandas_deprecate_kwarg_compat():
-            from rliable import library, metrics
+        from rliable import library, metrics
     except ImportError as error:
         raise ImportError(
             f"benchmarks.aggregate needs rliable: pip install -e '.[bench]' (or pip install rliable) ({error})"
