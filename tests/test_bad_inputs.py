@@ -247,7 +247,13 @@ def test_unbounded_box_actions_are_refused_by_sb3s_check(algo: type) -> None:
 @pytest.mark.parametrize("algo", [PCL, Reinforce], ids=["PCL", "Reinforce"])
 def test_unbounded_box_observations_train(algo: type) -> None:
     env = make_vec_env(lambda: SpaceEnv(spaces.Box(-np.inf, np.inf, (3,), dtype=np.float32)), n_envs=ALGOS[algo][2])
-    build(algo, env).learn(100)
+    model = build(algo, env)
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(100)
+    assert model.num_timesteps >= 100 and model._n_updates > 0
+    after = list(model.policy.parameters())
+    assert all(th.isfinite(p).all() for p in after)
+    assert any(not th.equal(old, new) for old, new in zip(before, after))  # the updates changed the policy
 
 
 # ----------------------------------------------------------------------------------------------
@@ -465,7 +471,12 @@ def test_reinforce_and_urex_learn_on_envs_whose_reset_ignores_the_seed(algo: typ
 def test_reset_infos_holding_nan_compare_equal() -> None:
     from sb3_pcl.common.episodes import check_group_sync
 
-    check_group_sync(np.zeros((2, 1)), 2, [{"x": float("nan"), "y": np.array([np.nan])}] * 2)
+    from sb3_pcl.common.episodes import GroupSyncError
+
+    same = [{"x": float("nan"), "y": np.array([np.nan])} for _ in range(2)]  # equal objects, NaN != NaN elementwise
+    check_group_sync(np.zeros((2, 1)), 2, same)  # no GroupSyncError: NaN in the same place counts as equal
+    with pytest.raises(GroupSyncError, match="different reset infos"):
+        check_group_sync(np.zeros((2, 1)), 2, [same[0], {"x": float("nan"), "y": np.array([0.0])}])
 
 
 @pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)

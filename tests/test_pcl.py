@@ -362,10 +362,11 @@ def test_custom_callback_sees_locals_once_per_vectorised_step():
 # ----------------------------------------------------------------------------------------------
 
 
-def test_progress_bar():
+def test_progress_bar(capsys):
     model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
     model.learn(96, progress_bar=True)
     assert model.num_timesteps == 96
+    assert "96/96" in capsys.readouterr().out  # SB3's bar counted every env step up to the budget
 
 
 def test_tensorboard_logging(tmp_path):
