@@ -25,7 +25,8 @@ from stable_baselines3.common.utils import get_device
 
 from sb3_pcl.common.dict_obs import ObsDict, obs_layout
 from sb3_pcl.common.path_buffer.paths import EVICTION_STRATEGIES, PATH_HINT, PRIORITY_MODES, STORAGE_HINT, Path
-from sb3_pcl.common.path_buffer.persistence import read_replay_npz, write_replay_npz
+from sb3_pcl.common.path_buffer.persistence import read_replay_arrays, restore_buffer, write_replay_npz
+from sb3_pcl.common.path_buffer.replay_file import replay_file_name
 from sb3_pcl.common.path_buffer.sampling import PathSampling
 from sb3_pcl.common.validation import check_storable
 
@@ -469,4 +470,9 @@ class PathReplayBuffer(PathSampling):
         :raises ValueError: naming the file and the problem: a pickle, an empty, truncated or corrupt file, an ``.npz``
             of another kind, a newer format version, other spaces, or inconsistent contents
         """
-        return read_replay_npz(cls, file, observation_space, action_space, device, name, max_buffer_size)
+        name = name if name is not None else replay_file_name(file)
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "rb") as handle:
+                return cls.load_npz(handle, observation_space, action_space, device, name, max_buffer_size)
+        arrays, metadata = read_replay_arrays(file, name, observation_space, action_space, max_buffer_size, cls.SETTINGS)
+        return restore_buffer(cls, arrays, metadata, observation_space, action_space, device, name)

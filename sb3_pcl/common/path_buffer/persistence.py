@@ -33,7 +33,6 @@ from sb3_pcl.common.path_buffer.replay_file import (
     read_npz_arrays,
     replay_arrays,
     replay_file_kind,
-    replay_file_name,
 )
 from sb3_pcl.common.path_buffer.storage import PathStorage
 from sb3_pcl.common.validation import check_storable
@@ -95,32 +94,28 @@ def write_replay_npz(buffer: PathStorage, file: str | os.PathLike[str] | IO[byte
         np.savez(file, **arrays)  # type: ignore[arg-type]
 
 
-def read_replay_npz(
-    cls: type[BufferT],
-    file: str | os.PathLike[str] | IO[bytes],
+def read_replay_arrays(
+    file: IO[bytes],
+    name: str,
     observation_space: spaces.Space,
     action_space: spaces.Space,
-    device: th.device | str = "auto",
-    name: str | None = None,
-    max_buffer_size: int | None = None,
-) -> BufferT:
+    max_buffer_size: int | None,
+    settings: tuple[str, ...],
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """
-    What :meth:`PathReplayBuffer.load_npz <sb3_pcl.common.path_buffer.PathReplayBuffer.load_npz>` does (see there).
+    The checked reading of :meth:`PathReplayBuffer.load_npz <sb3_pcl.common.path_buffer.PathReplayBuffer.load_npz>`:
+    the file's kind, members and array headers, its metadata against the spaces and ``max_buffer_size``, then the
+    arrays (``allow_pickle=False``).
 
-    :param cls: the buffer class to restore
-    :param file: a path, or a binary file open for reading
+    :param file: a binary file open for reading (seekable)
+    :param name: how to name it in the messages
     :param observation_space: the observation space of the model that loads it
     :param action_space: its action space
-    :param device: PyTorch device of the sampled tensors
-    :param name: how to name the file in error messages (default: its path or name)
     :param max_buffer_size: the largest ``buffer_size`` accepted (``None``: no limit but the archive's sizes)
-    :return: the buffer, sampling exactly as the saved one
+    :param settings: the settings the buffer class records (``SETTINGS``)
+    :return: the arrays and the metadata, for :func:`restore_buffer`
     :raises ValueError: naming the file and the problem
     """
-    name = name if name is not None else replay_file_name(file)
-    if isinstance(file, (str, os.PathLike)):
-        with open(file, "rb") as handle:
-            return read_replay_npz(cls, handle, observation_space, action_space, device, name, max_buffer_size)
     kind = replay_file_kind(file)
     if kind != "npz":
         raise ValueError(not_npz_message(name, kind))
@@ -136,13 +131,12 @@ def read_replay_npz(
     other_obs = {member for member in members if member.split(".", 1)[0] in OBS_ARRAYS}
     headers = read_npz_headers(file, name, REPLAY_FILE_KIND, allowed | other_obs)
     check_header(headers, "metadata", np.uint8, (None,), name, REPLAY_FILE_KIND, max_rows=MAX_METADATA_BYTES)
-    metadata = read_metadata(read_npz_arrays(file, name, ["metadata"])["metadata"], name, cls.SETTINGS)
+    metadata = read_metadata(read_npz_arrays(file, name, ["metadata"])["metadata"], name, settings)
     check_replay_headers(headers, metadata, observation_space, action_space, name, max_buffer_size)
     unexpected = sorted(set(headers) - allowed)
     if unexpected:
         raise ValueError(f"{name} is not a valid PathReplayBuffer file: unexpected arrays {unexpected} for its spaces")
-    arrays = read_npz_arrays(file, name, list(headers))
-    return restore_buffer(cls, arrays, metadata, observation_space, action_space, device, name)
+    return read_npz_arrays(file, name, list(headers)), metadata
 
 
 def restore_buffer(
