@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 from gymnasium import spaces
-from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnvWrapper
 
@@ -822,6 +822,21 @@ def test_sb3_attributes_read_as_from_sb3_replay_buffer():
     assert ours.pos == theirs.pos == 0  # full: the oldest transition, the row SB3 overwrites next
     with pytest.raises(AttributeError, match="read-only"):
         ours.pos = 0
+
+
+def test_sb3_attributes_with_dict_observations_read_as_from_sb3_dict_replay_buffer():
+    obs_space = spaces.Dict({"a": spaces.Box(-9, 9, (2,), np.float32), "b": spaces.Box(0, 5, (), np.int64)})
+    ours = PathReplayBuffer(5, obs_space, ACT_SPACE, device="cpu")
+    theirs = DictReplayBuffer(5, obs_space, ACT_SPACE, device="cpu")
+    for t in range(4):
+        obs = {"a": np.full((1, 2), t, np.float32), "b": np.array([t])}
+        for buffer in (ours, theirs):
+            buffer.add(obs, obs, np.array([[0.1 * t]]), np.array([t]), np.array([t == 2]), [{}])
+    assert ours.pos == theirs.pos == 4 and ours.full is theirs.full is False
+    assert ours.observations is not None and ours.dones is not None
+    for key in ("a", "b"):
+        np.testing.assert_array_equal(ours.observations[key][: ours.pos], theirs.observations[key][:4, 0])
+    np.testing.assert_array_equal(ours.dones[: ours.pos], theirs.dones[:4, 0])
 
 
 def test_pos_is_where_the_next_transition_is_written():
