@@ -586,56 +586,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             far_values=far_values,
         )
 
-    def _train_on_batch(self, batch: PathBatch, ent_coef: float) -> dict[str, float | th.Tensor]:
-        """
-        Move the policy (and fit the value) on one batch.
-
-        :param batch: the path segments
-        :param ent_coef: the current entropy coefficient
-        :return: statistics to log, as floats or 0-d tensors (moved to the host together, once per iteration)
-        """
-        values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
-        # The policy reuses its distribution object (a trust-region step re-evaluates it): keep this one for the logs.
-        distribution = copy.copy(distribution)
-        consistency = self._consistency(batch, values, log_prob, final_values, ent_coef)
-        policy_loss = pcl_policy_loss(consistency, self.clip_adv)
-        value_loss = pcl_value_loss(consistency, self.clip_adv)
-        loss = policy_loss + self.vf_coef * value_loss if self._value_fit.joint else policy_loss
-        if self._policy_step is None:  # the default: one step of the policy's optimiser, the gradient norm clipped
-            self.policy.optimizer.zero_grad()
-            loss.backward()
-            max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
-            grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
-            check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
-            self.policy.optimizer.step()
-            step_stats: dict[str, float | th.Tensor] = {"grad_norm": grad_norm.detach()}
-        else:  # the original code's trust-region step
-            step_stats = self._policy_step.step(batch, loss, consistency, ent_coef)
-
-        with th.no_grad():
-            mask = batch.mask.reshape(-1).bool()
-            entropy = distribution.entropy()
-            if entropy is None:  # no closed form (tanh-squashed gSDE): a one-sample estimate at each state
-                entropy = -distribution.log_prob(distribution.sample())
-            n_valid = consistency.mask.sum().double()
-            residual = consistency.residual.detach()
-            stats: dict[str, float | th.Tensor] = {
-                "consistency_loss": consistency_loss(consistency),
-                "mean_sq_consistency": (residual**2).sum().double() / n_valid,
-                "mean_abs_consistency": residual.abs().sum().double() / n_valid,
-                "policy_loss": policy_loss.detach(),
-                "value_loss": value_loss.detach(),
-                "entropy": masked_mean(entropy, mask),
-                **step_stats,
-                "explained_variance": explained_variance_tensor(values.detach(), value_targets(consistency), batch.mask),
-            }
-        if not self._value_fit.joint:
-            if self._values_survive_policy_step and self._keep_batch_passes:
-                self._values_cache = (batch, values.detach(), final_values.detach())
-            stats["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
-            self._values_cache = None
-        return stats
-
     def _update_target(self) -> None:
         """SB3's ``polyak_update`` (the same arithmetic) with ``tau = 1 - target_network_lag``, in two foreach ops."""
         params, target_params = self._polyak_params
@@ -686,6 +636,58 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             self._log_training_iteration(ent_coef, history, batches)
         finally:
             self._clear_batch_caches()
+
+    def _train_on_batch(self, batch: PathBatch, ent_coef: float) -> dict[str, float | th.Tensor]:
+        """
+        One update on one batch, as the body of SAC's ``train`` loop: evaluate, consistency, losses, then the policy
+        step (the default written out here; the original code's trust-region step delegated), then a separate value
+        fit if one is chosen.
+
+        :param batch: the path segments
+        :param ent_coef: the current entropy coefficient
+        :return: statistics to log, as floats or 0-d tensors (moved to the host together, once per iteration)
+        """
+        values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
+        # The policy reuses its distribution object (a trust-region step re-evaluates it): keep this one for the logs.
+        distribution = copy.copy(distribution)
+        consistency = self._consistency(batch, values, log_prob, final_values, ent_coef)
+        policy_loss = pcl_policy_loss(consistency, self.clip_adv)
+        value_loss = pcl_value_loss(consistency, self.clip_adv)
+        loss = policy_loss + self.vf_coef * value_loss if self._value_fit.joint else policy_loss
+        if self._policy_step is None:  # the default: one step of the policy's optimiser, the gradient norm clipped
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+            grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
+            check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
+            self.policy.optimizer.step()
+            step_stats: dict[str, float | th.Tensor] = {"grad_norm": grad_norm.detach()}
+        else:  # the original code's trust-region step
+            step_stats = self._policy_step.step(batch, loss, consistency, ent_coef)
+
+        with th.no_grad():
+            mask = batch.mask.reshape(-1).bool()
+            entropy = distribution.entropy()
+            if entropy is None:  # no closed form (tanh-squashed gSDE): a one-sample estimate at each state
+                entropy = -distribution.log_prob(distribution.sample())
+            n_valid = consistency.mask.sum().double()
+            residual = consistency.residual.detach()
+            stats: dict[str, float | th.Tensor] = {
+                "consistency_loss": consistency_loss(consistency),
+                "mean_sq_consistency": (residual**2).sum().double() / n_valid,
+                "mean_abs_consistency": residual.abs().sum().double() / n_valid,
+                "policy_loss": policy_loss.detach(),
+                "value_loss": value_loss.detach(),
+                "entropy": masked_mean(entropy, mask),
+                **step_stats,
+                "explained_variance": explained_variance_tensor(values.detach(), value_targets(consistency), batch.mask),
+            }
+        if not self._value_fit.joint:
+            if self._values_survive_policy_step and self._keep_batch_passes:
+                self._values_cache = (batch, values.detach(), final_values.detach())
+            stats["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
+            self._values_cache = None
+        return stats
 
     def _log_training_iteration(
         self, ent_coef: float, history: dict[str, list[float | th.Tensor]], batches: list[PathBatch]
