@@ -1,7 +1,7 @@
 # Developer shortcuts; CI runs .ci/run.
 PYTHON ?= python
 
-.PHONY: install pytest pytest-slow lint format type check docs benchmark benchmark-classic
+.PHONY: install pytest pytest-slow check-repo lint format type check docs benchmark benchmark-classic
 
 install:
 	pip install torch==2.13.0
@@ -12,6 +12,11 @@ pytest:
 
 pytest-slow:
 	$(PYTHON) -m pytest -q -m slow
+
+# Checks of the repository rather than the library: page lengths, the results' bookkeeping (every committed number
+# regenerable, every shipped entry backed by a results table), README / CI / pyproject agreeing
+check-repo:
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m repo
 
 lint:
 	ruff check .

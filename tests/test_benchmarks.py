@@ -386,6 +386,7 @@ def _result_sections(suite: str) -> dict[str, str]:
     return {match.group(1): match.group(2) for match in re.finditer(r"^## (\S+) \(.*?\)\n(.*?)(?=^## |\Z)", text, re.M | re.S)}
 
 
+@pytest.mark.repo
 def test_every_shipped_entry_cites_a_results_table() -> None:
     """
     Each entry of hyperparams/*.yml is preceded by a comment citing ``benchmarks/results/<suite>/results.md`` whose
@@ -441,6 +442,7 @@ def _committed_runs() -> list[dict[str, Any]]:
     return [run for suite in SUITES for run in json.loads((RESULTS_DIR / suite / "run_metadata.json").read_text()).values()]
 
 
+@pytest.mark.repo
 def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
     """A variant file exists only while a committed result needs it; every committed variant run has its file."""
     top_level = {suite.split("/")[0] for suite in SUITES + TOOL_SUITES}

@@ -165,6 +165,7 @@ def test_every_block_has_a_language_the_test_knows():
     assert not unknown, f"code blocks without a tested language (python, bash, yaml, text): {unknown}"
 
 
+@pytest.mark.repo
 def test_pages_stay_short():
     # the README's results table (written by benchmarks/readme_results.py) takes a row per comparison
     assert len((ROOT / "README.md").read_text().splitlines()) <= 170
@@ -172,6 +173,7 @@ def test_pages_stay_short():
         assert len(page.read_text().splitlines()) <= 400, page.name
 
 
+@pytest.mark.repo
 def test_readme_has_the_two_setup_commands_and_ci_repeats_the_second():
     setup = (ROOT / "README.md").read_text().split("## Setup", 1)[1].split("\n## ", 1)[0]
     commands = [block.strip() for block in re.findall(r"```bash\n(.*?)```", setup, re.S)]

@@ -27,6 +27,7 @@ def run_example(name: str, cwd: Path, *args: str, steps: int = 1500, env: dict[s
     return result.stdout
 
 
+@pytest.mark.repo
 def test_examples_are_tested():
     tested = {
         "quickstart_pcl.py",

@@ -22,6 +22,7 @@ def test_metadata_and_package_agree_on_the_version():
     assert importlib.metadata.version("sb3-pcl") == sb3_pcl.__version__
 
 
+@pytest.mark.repo
 def test_the_version_is_the_changelogs_latest_release():
     releases = re.findall(r"^## (\d+\.\d+\.\d+)\s*$", (REPO / "CHANGELOG.md").read_text(), flags=re.MULTILINE)
     assert releases and releases[0] == sb3_pcl.__version__
@@ -43,6 +44,7 @@ def floors() -> dict[str, str]:
     return pins
 
 
+@pytest.mark.repo
 def test_ci_floors_are_the_declared_floors():
     declared = {}
     for requirement in PYPROJECT["project"]["dependencies"]:
@@ -54,6 +56,7 @@ def test_ci_floors_are_the_declared_floors():
     assert declared["stable-baselines3"] == "2.7.0" and declared["sb3-contrib"] == "2.7.0"
 
 
+@pytest.mark.repo
 def test_python_classifiers_match_requires_python():
     minimum = PYPROJECT["project"]["requires-python"].removeprefix(">=")
     versions = [c.rsplit(" ", 1)[1] for c in PYPROJECT["project"]["classifiers"] if re.search(r":: 3\.\d+$", c)]

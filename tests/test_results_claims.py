@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
+@pytest.mark.repo
 def test_readme_results_table_matches_the_committed_data(capsys: pytest.CaptureFixture[str]) -> None:
     assert readme_results.main(["--check"]) == 0, capsys.readouterr().out
 
@@ -56,6 +57,7 @@ def test_bootstrap_interval() -> None:
         bootstrap_interval([])
 
 
+@pytest.mark.repo
 def test_no_documented_command_writes_into_the_committed_results() -> None:
     offending = [
         f"{page.relative_to(ROOT)}: {match[0]}"
@@ -112,6 +114,7 @@ def test_refuses_a_folder_tracked_by_git_even_when_resuming(tmp_path: Path) -> N
     assert run.git_tracked_files(tmp_path / "benchmarks") == ["results/suite/evaluations.csv"]
 
 
+@pytest.mark.repo
 def test_the_committed_results_are_refused() -> None:
     if not run.git_tracked_files(ROOT / "benchmarks" / "results" / "classic"):
         pytest.skip("not a git checkout")
