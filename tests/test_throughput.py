@@ -54,7 +54,7 @@ def test_a_training_iteration_shares_its_passes_and_logs_the_kl_after_the_last_s
         kept.append((model._target_cache is not None, model._post_step_distribution is not None))
         kl = kl_to_target(batch)
         model._clear_batch_caches()  # the plain computation, from fresh passes of both networks
-        assert kl == pytest.approx(kl_to_target(batch), rel=1e-4, abs=1e-7)
+        assert float(kl) == pytest.approx(float(kl_to_target(batch)), rel=1e-4, abs=1e-7)
         return kl
 
     model._kl_to_target = recording
