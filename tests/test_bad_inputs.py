@@ -17,12 +17,14 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
+from pcl_testing import FAST
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 
 from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
 
-OFF_POLICY = {"learning_starts": 20, "batch_size": 2, "train_freq": 8, "buffer_size": 500, "max_segment_length": 8}
+#: the shared fast settings, smaller still (a few hundred steps train)
+OFF_POLICY = {**FAST, "learning_starts": 20, "batch_size": 2, "train_freq": 8, "buffer_size": 500, "max_segment_length": 8}
 EPISODES = {"num_samples": 2, "max_steps": 16}
 #: every class with the settings that make a few hundred steps train, and the env count its batches need
 ALGOS: dict[type, tuple[str, dict[str, Any], int]] = {
@@ -253,7 +255,7 @@ def test_unbounded_box_observations_train(algo: type) -> None:
     assert model.num_timesteps >= 100 and model._n_updates > 0
     after = list(model.policy.parameters())
     assert all(th.isfinite(p).all() for p in after)
-    assert any(not th.equal(old, new) for old, new in zip(before, after))  # the updates changed the policy
+    assert any(not th.equal(old, new) for old, new in zip(before, after, strict=True))  # the updates changed the policy
 
 
 # ----------------------------------------------------------------------------------------------
@@ -469,9 +471,7 @@ def test_reinforce_and_urex_learn_on_envs_whose_reset_ignores_the_seed(algo: typ
 
 
 def test_reset_infos_holding_nan_compare_equal() -> None:
-    from sb3_pcl.common.episodes import check_group_sync
-
-    from sb3_pcl.common.episodes import GroupSyncError
+    from sb3_pcl.common.episodes import GroupSyncError, check_group_sync
 
     same = [{"x": float("nan"), "y": np.array([np.nan])} for _ in range(2)]  # equal objects, NaN != NaN elementwise
     check_group_sync(np.zeros((2, 1)), 2, same)  # no GroupSyncError: NaN in the same place counts as equal

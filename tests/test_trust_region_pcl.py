@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from pcl_testing import FAST as PCL_FAST
 from stable_baselines3.common.distributions import CategoricalDistribution, DiagGaussianDistribution, kl_divergence
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
@@ -25,14 +26,8 @@ from sb3_pcl.pcl.trust_region import (
 )
 from sb3_pcl.pcl.value_fits import BestFitValueFit, ridge_regression
 
-FAST = {
-    "learning_starts": 100,
-    "batch_size": 8,
-    "train_freq": 32,
-    "buffer_size": 5_000,
-    "max_segment_length": 16,
-    "rollout": 4,
-}
+#: the shared fast settings with bigger batches (the trust-region step needs a few paths) and PCL's learning rate
+FAST = {**PCL_FAST, "learning_rate": 3e-3, "learning_starts": 100, "batch_size": 8, "train_freq": 32, "buffer_size": 5_000}
 TRUST_REGION = {"policy_step": "trust_region", "value_fit": "grad"}
 
 
