@@ -270,10 +270,9 @@ def ant_note() -> str:
     return f"; best evaluation at step 0 on {int(at_start.sum())} of {len(at_start)} seeds"
 
 
-#: the folders of PCL's and PPO's final returns on Acrobot-v1 and Pendulum-v1: ``classic_fresh`` holds PCL's Acrobot
-#: runs on seeds 100-109, ``speed/learning`` the runs of PCL's current Pendulum entry on seeds 0-2, ``classic`` PPO's
-#: (seeds 0-2); PPO's runs and PCL's Pendulum runs on seeds 100-109 are not made yet
-CLASSIC_FINALS = {"Acrobot-v1": ("classic_fresh", "classic"), "Pendulum-v1": ("speed/learning", "classic")}
+#: the folders of PCL's and PPO's final returns on Acrobot-v1 and Pendulum-v1: ``classic_fresh`` holds PCL's runs on
+#: seeds 100-109, ``classic`` PPO's (seeds 0-2); PPO's runs on seeds 100-109 are not made yet
+CLASSIC_FINALS = {"Acrobot-v1": ("classic_fresh", "classic"), "Pendulum-v1": ("classic_fresh", "classic")}
 
 
 def rows() -> list[Row]:
