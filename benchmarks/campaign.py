@@ -629,8 +629,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the unfinished runs, resuming the partial ones")
     status = commands.add_parser("status", help="print done / stopped / partial / to do and the CPU-hours")
     report = commands.add_parser("report", help="write results.md and the plots from evaluations.csv")
+    status.add_argument("file", nargs="+", help="campaign YAML files (each one's status in turn)")
     for sub in (run, status, report):
-        sub.add_argument("file", help="campaign YAML file")
+        if sub is not status:
+            sub.add_argument("file", help="campaign YAML file")
         sub.add_argument(
             "--checkpoint-dir",
             default=None,
@@ -649,13 +651,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
+    files = args.file if args.command == "status" else [args.file]
     try:
-        campaign = load_campaign(args.file, args.checkpoint_dir)
+        campaigns = [load_campaign(file, args.checkpoint_dir) for file in files]
     except (ValueError, ImportError) as exc:
         parser.error(str(exc))
     if args.command == "status":
-        print(format_status(campaign, run_states(campaign)))
+        for file, campaign in zip(files, campaigns, strict=True):
+            status = format_status(campaign, run_states(campaign))
+            print(f"{file}:\n{status}\n" if len(files) > 1 else status)
         return 0
+    campaign = campaigns[0]
     if args.command == "report":
         print(f"Wrote {write_report(campaign)}")
         return 0

@@ -3,7 +3,8 @@ Benchmark harness: train every (algorithm, env, seed) of a grid with a step budg
 Ray tasks, on one machine or several), evaluate at fixed step intervals, and write ``evaluations.csv``,
 ``run_metadata.json``, ``config.json``, ``results.md`` and one PNG of learning curves per env into an output folder.
 
-Models are built by rl-zoo3: its ``ExperimentManager`` reads the YAML entry of the env (``hyperparams/<algo>.yml``
+Models are built by rl-zoo3's public ``ExperimentManager.setup_experiment()`` (the algorithms registered with
+:func:`sb3_pcl.zoo.register_algorithms`): it reads the YAML entry of the env (``hyperparams/<algo>.yml``
 for this package's algorithms, the files shipped with ``rl_zoo3`` for the baselines), applies a variant's overrides
 as custom hyperparameters, preprocesses the entry (``lin_<x>`` schedules, ``normalize``, ``policy_kwargs`` strings,
 ``env_wrapper``, ``vec_env_wrapper``, ``callback``, ``frame_stack``, ``env_kwargs``, action noise) and creates the
@@ -302,6 +303,8 @@ class Experiment:
     hyperparams: dict[str, Any]
     hyperparams_source: str
     n_envs: int
+    #: rl-zoo3's log folder of the run (the config it read), deleted with the experiment
+    log_folder: tempfile.TemporaryDirectory[str] | None = dataclasses.field(default=None, repr=False)
 
 
 def make_experiment(
@@ -319,7 +322,9 @@ def make_experiment(
     entry: str | None = None,
 ) -> Experiment:
     """
-    Build one run's model with rl-zoo3's ``ExperimentManager`` (no log folder is written).
+    Build one run's model with rl-zoo3's ``ExperimentManager.setup_experiment()``: the chosen entry is written under the
+    env id into a temporary config file (rl-zoo3's own lookup then reads it), rl-zoo3's log folder is a temporary folder
+    deleted with the returned :class:`Experiment`, and the envs write no monitor files.
 
     :param algo: Benchmark name of an algorithm or variant
     :param env_id: Gymnasium env id
@@ -344,49 +349,59 @@ def make_experiment(
     if vec_env not in VEC_ENV_TYPES:
         raise ValueError(f"vec_env must be one of {VEC_ENV_TYPES}, got {vec_env!r}")
 
+    # The entry, whatever its key, under the env id: rl-zoo3's documented lookup then reads it for this env
+    path, key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries, entry)
+    # rl-zoo3 writes the config it read there; deleted with the Experiment
+    log_folder = tempfile.TemporaryDirectory(prefix="sb3_pcl_benchmarks_", ignore_cleanup_errors=True)
+    config = Path(log_folder.name) / "config.yml"
+    chosen = (yaml.safe_load(path.read_text()) or {}).get(key)  # none: rl-zoo3 says that the entry is missing
+    has_budget = chosen is None or "n_timesteps" in chosen
+    if chosen is not None:
+        chosen = {"n_timesteps": 1, **chosen}  # required by rl-zoo3, unused: the budget comes from the harness
+    config.write_text(yaml.safe_dump({env_id: chosen} if chosen is not None else {"": None}))
+
     # Imported here: rl_zoo3 patches gymnasium's TimeLimit on import and pulls in optuna
     from rl_zoo3.exp_manager import ExperimentManager
-    from rl_zoo3.utils import EnvironmentName
 
+    from sb3_pcl.zoo import register_algorithms
+
+    register_algorithms()
     manager = ExperimentManager(
         argparse.Namespace(),
         ALGORITHMS[split_variant(algo)[0]].hyperparams_file,
         env_id,
-        log_folder=str(Path(tempfile.gettempdir()) / "sb3_pcl_benchmarks_never_written"),
+        log_folder=log_folder.name,
         eval_freq=-1,
         seed=seed,
-        verbose=0,
+        verbose=verbose,
         vec_env_type="dummy" if vec_env == "algorithmic" else vec_env,
         device=device,
-        config=str(hyperparams_path(algo, hyperparams_dir)),
+        config=str(config),
         hyperparams=custom or None,
     )
     if vec_env == "algorithmic":
         from sb3_pcl.envs import AlgorithmicVecEnv
 
         manager.vec_env_class = AlgorithmicVecEnv
-    entry_key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries, entry)[1]
-    if entry_key not in (env_id, "default", "atari"):  # rl-zoo3 looks the entry up by the env id: give it the key
-        manager.env_name = EnvironmentName(entry_key)
+    manager.save_path = None  # no monitor files (the harness records the episodes; AlgorithmicVecEnv writes none)
+    with contextlib.redirect_stdout(io.StringIO()):  # rl-zoo3 prints the hyperparameters it reads
+        setup = manager.setup_experiment()
+    assert setup is not None, "setup_experiment returns no model only when optimising hyperparameters"
+    model, saved = setup
+    if not has_budget:
+        saved.pop("n_timesteps")
+    if not isinstance(model, algo_class):
+        model.get_env().close()  # type: ignore[union-attr]
+        raise TypeError(f"rl-zoo3 built a {type(model).__name__} for {algo!r}, expected a {algo_class.__name__}")
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # rl-zoo3 prints the hyperparameters it reads
-            raw, saved = manager.read_hyperparameters()
-    finally:
-        manager.env_name = EnvironmentName(env_id)
-    raw.setdefault("n_timesteps", 1)  # required by rl-zoo3, unused: the budget comes from the harness
-    hyperparams, manager.env_wrapper, callbacks, manager.vec_env_wrapper = manager._preprocess_hyperparams(raw)
-    # ExperimentManager keeps the eval env kwargs of its constructor: use the entry's for both envs
-    manager.eval_env_kwargs = manager.env_kwargs
-    env = manager.create_envs(manager.n_envs, no_log=True)
-    try:
-        hyperparams = manager._preprocess_action_noise(hyperparams, saved, env)
-        model = algo_class(env=env, seed=seed, verbose=verbose, device=device, **hyperparams)
+        # ExperimentManager keeps the eval env kwargs of its constructor: use the entry's for both envs
+        manager.eval_env_kwargs = manager.env_kwargs
         manager.seed = seed + EVAL_SEED_OFFSET
         evaluation = manager.create_envs(1, eval_env=True) if eval_env else None
     except BaseException:
-        env.close()
+        model.get_env().close()  # type: ignore[union-attr]
         raise
-    return Experiment(model, evaluation, list(callbacks), dict(saved), source, manager.n_envs)
+    return Experiment(model, evaluation, list(manager.callbacks), dict(saved), source, manager.n_envs, log_folder)
 
 
 def curriculum_length(env: VecEnv | None) -> float:

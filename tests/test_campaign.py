@@ -182,3 +182,10 @@ def test_paper_table1_campaign_file() -> None:
         )
     notes = (harness.REPO_ROOT / "benchmarks" / "results" / "paper_table1" / "NOTES.md").read_text()
     assert "## Stop rule of the pilot" in notes and all(f"| {PAPER[env] * 0.25:g} |" in notes for env in PAPER)
+
+
+def test_status_of_the_checked_in_campaigns_in_one_call(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    files = sorted(str(path) for path in (harness.REPO_ROOT / "benchmarks" / "campaigns").glob("*.yml"))
+    assert campaign.main(["status", *files, "--checkpoint-dir", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert all(f"{file}:\n" in text for file in files) and text.count("runs: ") == len(files)
