@@ -32,7 +32,7 @@ def budget_grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
 def test_cpu_budget_run_stops_at_the_budget_and_evaluates_on_the_cpu_clock(budget_grid: tuple[Path, int]) -> None:
     out, exit_code = budget_grid
     assert exit_code == 0
-    frame = pd.read_csv(out / "evaluations.csv")
+    frame = pd.read_csv(out / "evaluations.csv", float_precision="round_trip")  # exact: compared with the JSON
     assert tuple(frame.columns) == harness.EVAL_COLUMNS
     cpu, steps = frame["cpu_time_s"], frame["timesteps"]
     assert cpu.is_monotonic_increasing and steps.is_monotonic_increasing and steps.iloc[0] == 0
