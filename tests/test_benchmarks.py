@@ -457,6 +457,9 @@ def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
             assert (RESULTS_DIR / suite / name).is_file(), f"benchmarks/results/{suite}/{name} is missing"
     runs = _committed_runs()
     sources = " ".join(str(run["hyperparams_source"]) for run in runs)
+    # the throughput benchmark's configurations (benchmarks/results/speed/speed.json) name variants too
+    speed_runs = json.loads((RESULTS_DIR / "speed" / "speed.json").read_text())["runs"]
+    sources += " " + " ".join(f"benchmarks/hyperparams/{name.split(':')[0]}.yml" for name in speed_runs)
     for path in harness.VARIANTS_HYPERPARAMS_DIR.glob("*.yml"):
         assert f"benchmarks/hyperparams/{path.name}" in sources, (
             f"benchmarks/hyperparams/{path.name} backs no committed result"
