@@ -765,10 +765,13 @@ def run_checkpoint_dir(root: str | Path, out_dir: str | Path, algo: str, env_id:
     """
     :param root: Folder of all checkpoints (:func:`benchmarks.checkpoint.default_checkpoint_root`)
     :param out_dir: The run's output folder (runs of different folders never share checkpoints)
-    :return: The run's checkpoint folder ``<root>/<out folder name>-<hash of its absolute path>/<run name>``
+    :return: The run's checkpoint folder ``<root>/<out folder name>-<hash of its path>/<run name>``, the path taken
+        relative to the repository when the folder is inside it: a fresh checkout of the repository at the same or
+        another place (the next session's, a second worktree) resumes the same runs
     """
     out = Path(out_dir).resolve()
-    key = f"{_safe_name(out.name)}-{hashlib.sha256(str(out).encode()).hexdigest()[:10]}"
+    where = out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out
+    key = f"{_safe_name(out.name)}-{hashlib.sha256(where.as_posix().encode()).hexdigest()[:10]}"
     return str(Path(root).expanduser().resolve() / key / run_name(algo, env_id, seed))
 
 

@@ -1,6 +1,7 @@
 """Checkpoints and resume of benchmark runs (:mod:`benchmarks.checkpoint`): a run interrupted and resumed equals the
 uninterrupted run up to its checkpoint, and its curve continues; checkpoints are atomic and hold no pickle of ours."""
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -171,6 +172,12 @@ def test_checkpoint_root_and_run_folders(tmp_path: Path, monkeypatch: pytest.Mon
     assert checkpoint.default_checkpoint_root() == Path.home() / ".cache" / "sb3_pcl" / "checkpoints"
     one = harness.run_checkpoint_dir(tmp_path, "runs/a", "pcl", "CartPole-v1", 0)
     assert one != harness.run_checkpoint_dir(tmp_path, "other/a", "pcl", "CartPole-v1", 0)  # folders never share
+    # a folder inside the repository is named by its path there: another checkout of it resumes the same runs
+    inside = harness.REPO_ROOT / "benchmarks" / "results" / "x"
+    key = hashlib.sha256(b"benchmarks/results/x").hexdigest()[:10]
+    assert harness.run_checkpoint_dir(tmp_path, inside, "pcl", "CartPole-v1", 0) == str(
+        tmp_path.resolve() / f"x-{key}" / "pcl__CartPole-v1__seed0"
+    )
     assert one.endswith("pcl__CartPole-v1__seed0") and Path(one).parent.name.startswith("a-")
 
 
