@@ -460,6 +460,9 @@ def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
     # the throughput benchmark's configurations (benchmarks/results/speed/speed.json) name variants too
     speed_runs = json.loads((RESULTS_DIR / "speed" / "speed.json").read_text())["runs"]
     sources += " " + " ".join(f"benchmarks/hyperparams/{name.split(':')[0]}.yml" for name in speed_runs)
+    # and so do the campaigns' runs (benchmarks/campaigns/*.yml), written before their results
+    campaign_runs = [run for path in CAMPAIGNS_DIR.glob("*.yml") for run in yaml.safe_load(path.read_text())["runs"]]
+    sources += " " + " ".join(f"benchmarks/hyperparams/{run['algo']}.yml" for run in campaign_runs)
     for path in harness.VARIANTS_HYPERPARAMS_DIR.glob("*.yml"):
         assert f"benchmarks/hyperparams/{path.name}" in sources, (
             f"benchmarks/hyperparams/{path.name} backs no committed result"
