@@ -7,9 +7,13 @@ The key check: log-probabilities recorded step by step while collecting (random 
 several envs, several episodes per env) are reproduced by the training code's replay to 1e-5.
 """
 
+import base64
+import json
+import pickle
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -436,6 +440,28 @@ def test_trust_pcl_lstm_target_values_and_sampling_from_target() -> None:
 # ----------------------------------------------------------------------------------------------
 # (d) predict with state, evaluate_policy, save / load, VecNormalize
 # ----------------------------------------------------------------------------------------------
+
+
+def test_load_model_saved_with_the_single_module_policy_path(tmp_path: Path) -> None:
+    # The policy class as SB3 serialised it when sb3_pcl.common.recurrent was one module (cloudpickle of the class
+    # by reference: sb3_pcl.common.recurrent.MlpLstmPolicy); the package re-exports the name, so such zips load.
+    old_policy_class = "gAWVLgAAAAAAAACMGHNiM19wY2wuY29tbW9uLnJlY3VycmVudJSMDU1scExzdG1Qb2xpY3mUk5Qu"
+    assert pickle.loads(base64.b64decode(old_policy_class)) is MlpLstmPolicy
+    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
+    model.save(tmp_path / "new.zip")
+    with zipfile.ZipFile(tmp_path / "new.zip") as new, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
+        for name in new.namelist():
+            content = new.read(name)
+            if name == "data":
+                data = json.loads(content)
+                assert data["policy_class"][":serialized:"] != old_policy_class  # saved under the new module path
+                data["policy_class"][":serialized:"] = old_policy_class
+                content = json.dumps(data).encode()
+            old.writestr(name, content)
+    loaded = RecurrentPCL.load(tmp_path / "old.zip")
+    assert type(loaded.policy) is MlpLstmPolicy
+    for key, value in model.policy.state_dict().items():
+        th.testing.assert_close(loaded.policy.state_dict()[key], value)
 
 
 def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:

@@ -45,13 +45,12 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor, NatureCNN
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
-from torch.nn import functional as F
 
 from sb3_pcl.common.actions import to_env_actions
+from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
+from sb3_pcl.common.recurrent.type_aliases import LstmActionState
 
-__all__ = ["CnnLstmPolicy", "MlpLstmPolicy", "action_input_dim", "encode_actions", "initial_recurrent_states"]
-
-LstmActionState = tuple[th.Tensor, th.Tensor, th.Tensor]
+__all__ = ["CnnLstmPolicy", "FlatFeatures", "MlpLstmPolicy", "initial_recurrent_states"]
 
 
 class FlatFeatures(FlattenExtractor):
@@ -65,40 +64,6 @@ class FlatFeatures(FlattenExtractor):
     def __init__(self, observation_space: spaces.Space):
         super().__init__(observation_space)
         self._features_dim = int(self._features_dim)
-
-
-def action_input_dim(action_space: spaces.Space) -> int:
-    """
-    Size of the previous-action input of an action space.
-
-    :param action_space: ``Discrete``, ``MultiDiscrete``, ``Box`` or ``MultiBinary``
-    :return: ``n`` for ``Discrete(n)``, ``sum(nvec)`` for ``MultiDiscrete``, the flat size for ``Box`` / ``MultiBinary``
-    """
-    if isinstance(action_space, spaces.Discrete):
-        return int(action_space.n)
-    if isinstance(action_space, spaces.MultiDiscrete):
-        return int(np.sum(action_space.nvec))
-    if isinstance(action_space, (spaces.Box, spaces.MultiBinary)):
-        return int(np.prod(action_space.shape))
-    raise ValueError(f"action_space must be Discrete, MultiDiscrete, Box or MultiBinary, got {action_space}")
-
-
-def encode_actions(actions: th.Tensor, action_space: spaces.Space) -> th.Tensor:
-    """
-    Encode a batch of actions as the policy's previous-action input.
-
-    :param actions: ``(n,)`` or ``(n, 1)`` for ``Discrete``, ``(n, len(nvec))`` for ``MultiDiscrete``,
-        ``(n, *shape)`` for ``Box`` / ``MultiBinary``
-    :param action_space: the action space
-    :return: ``(n, action_input_dim(action_space))`` float tensor (one-hot per discrete component, raw otherwise)
-    """
-    if isinstance(action_space, spaces.Discrete):
-        return F.one_hot(actions.long().reshape(-1), int(action_space.n)).float()
-    if isinstance(action_space, spaces.MultiDiscrete):
-        nvec = [int(n) for n in np.asarray(action_space.nvec).reshape(-1)]
-        components = actions.long().reshape(-1, len(nvec))
-        return th.cat([F.one_hot(components[:, i], n).float() for i, n in enumerate(nvec)], dim=1)
-    return actions.float().reshape(actions.shape[0], action_input_dim(action_space))
 
 
 class MlpLstmPolicy(RecurrentActorCriticPolicy):

@@ -1,0 +1,26 @@
+"""
+Recurrent policies: an LSTM policy whose input includes the previous action (the recurrent policy of the original
+PCL / UREX code), as sb3-contrib's ``common.recurrent`` package lays them out.
+
+- :mod:`~sb3_pcl.common.recurrent.policies`: :class:`MlpLstmPolicy`, :class:`CnnLstmPolicy` and
+  :func:`initial_recurrent_states`
+- :mod:`~sb3_pcl.common.recurrent.encoding`: the previous-action input (:func:`action_input_dim`,
+  :func:`encode_actions`)
+- :mod:`~sb3_pcl.common.recurrent.type_aliases`: :data:`LstmActionState`
+
+Every name stays importable from ``sb3_pcl.common.recurrent``, so models saved when this was a single module load.
+"""
+
+from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
+from sb3_pcl.common.recurrent.policies import CnnLstmPolicy, FlatFeatures, MlpLstmPolicy, initial_recurrent_states
+from sb3_pcl.common.recurrent.type_aliases import LstmActionState
+
+__all__ = [
+    "CnnLstmPolicy",
+    "FlatFeatures",
+    "LstmActionState",
+    "MlpLstmPolicy",
+    "action_input_dim",
+    "encode_actions",
+    "initial_recurrent_states",
+]
