@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvW
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
 from sb3_pcl.common.episodes import collect_episode_batch
-from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions
+from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions, evaluate_episodes
 from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.urex import UREX
 
@@ -198,6 +198,28 @@ def test_critic_lstm_is_separate_and_carried_in_the_state():
         values = [policy.predict_values(th.tensor([0, 1]), tuple(s), th.zeros(2)) for s in (state_t, changed)]
     th.testing.assert_close(probs[0], probs[1])
     assert (values[0] - values[1]).abs().max() > 1e-5
+
+
+@pytest.mark.parametrize("action_space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, shape=(2,))], ids=str)
+def test_evaluate_episodes_matches_step_by_step_evaluation(action_space):
+    """Episode batches (time-major, zero initial state) evaluate as the policy's step-by-step sequence evaluation."""
+    policy = MlpLstmPolicy(spaces.Box(-1.0, 1.0, shape=(3,)), action_space, lambda _: 1e-3, lstm_hidden_size=8)
+    rng = np.random.default_rng(0)
+    n_steps, n_envs = 5, 3
+    observations = rng.uniform(-1, 1, size=(n_steps, n_envs, 3)).astype(np.float32)
+    actions = np.stack([[action_space.sample() for _ in range(n_envs)] for _ in range(n_steps)])
+    with th.no_grad():
+        log_prob, entropy = evaluate_episodes(policy, observations, actions)
+        expected = policy.evaluate_sequence(th.as_tensor(observations), th.as_tensor(actions), th.zeros(n_steps, n_envs))
+        # step by step: step t of env i sees the actions of steps < t only
+        state = policy.initial_state(n_envs)
+        for t in range(n_steps):
+            taken = th.as_tensor(actions[t])
+            _, step_log_prob, state = policy.act(th.as_tensor(observations[t]), state, th.zeros(n_envs), actions=taken)
+            th.testing.assert_close(log_prob[t], step_log_prob)
+    assert log_prob.shape == entropy.shape == (n_steps, n_envs)
+    th.testing.assert_close(log_prob, expected[0])
+    th.testing.assert_close(entropy, expected[2])
 
 
 def test_critic_lstm_refuses_detached_values():

@@ -29,7 +29,7 @@ from sb3_pcl.common.episodes import (
     check_seeded_resets,
     collect_episode_batch,
 )
-from sb3_pcl.common.recurrent import initial_recurrent_states
+from sb3_pcl.common.recurrent.episodes import evaluate_episodes
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.statistics import on_host
 from sb3_pcl.common.validation import (
@@ -370,22 +370,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         discrete = isinstance(self.action_space, (spaces.Discrete, spaces.MultiDiscrete))
         mask = th.as_tensor(batch.mask, device=self.device) > 0
         if isinstance(self.policy, RecurrentActorCriticPolicy):
-            # Sequence-major, all steps: each env's valid steps are a prefix of one episode, starting from a
-            # zero state, so no resets are needed inside the valid range (and none is fed: one fused LSTM call).
-            obs = th.as_tensor(
-                batch.observations.swapaxes(0, 1).reshape(n_envs * n_steps, *batch.observations.shape[2:]), device=self.device
-            )
-            actions = th.as_tensor(
-                batch.actions.swapaxes(0, 1).reshape(n_envs * n_steps, *batch.actions.shape[2:]), device=self.device
-            )
-            if discrete:
-                actions = actions.long()
-            starts = th.zeros(n_envs * n_steps, device=self.device)
-            _, log_prob, entropy = self.policy.evaluate_actions(
-                obs, actions, initial_recurrent_states(self.policy, n_envs), starts
-            )
-            log_prob = log_prob.reshape(n_envs, n_steps).T
-            entropy = entropy.reshape(n_envs, n_steps).T
+            log_prob, entropy = evaluate_episodes(self.policy, batch.observations, batch.actions)
         else:
             valid = batch.mask > 0
             obs = map_obs(lambda value: th.as_tensor(value, device=self.device), batch.observations[valid])
