@@ -5,16 +5,13 @@ Aggregate metrics of a benchmark suite with `rliable <https://github.com/google-
 (and ``run_metadata.json`` when present), normalises every run's returns per env with the suite's entry of
 :data:`NORMALISATION`, and writes into the suite folder:
 
-* ``aggregate.md``: per algorithm the IQM, mean, median and optimality gap of the normalised final scores, each with
-  a 95% stratified-bootstrap confidence interval (``rliable.library.get_interval_estimates``), the normalisation
-  used and the runs behind the numbers;
-* ``performance_profile.png``: rliable's performance profile (fraction of runs with a normalised final score above
-  tau) with its confidence bands;
+* ``aggregate.md``: per algorithm the IQM, mean, median and optimality gap of the normalised final scores (a run's last
+  evaluation), each with a 95% stratified-bootstrap confidence interval, the normalisation and the runs used;
+* ``performance_profile.png``: rliable's performance profile of the final scores, with confidence bands;
 * ``sample_efficiency.png``: the IQM of the normalised score against env steps, with confidence bands.
 
-A run's final score is its last evaluation. rliable needs a complete ``seeds x tasks`` matrix per algorithm: only the
-algorithms run on every env of the suite are aggregated, each with the seeds it has on every env (seed counts may
-differ between algorithms); what is left out is listed in ``aggregate.md``.
+rliable needs a complete ``seeds x tasks`` matrix per algorithm: only the algorithms run on every env of the suite are
+aggregated, each with the seeds it has on every env; what is left out is listed in ``aggregate.md``.
 """
 
 from __future__ import annotations
@@ -31,12 +28,19 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+from benchmarks.reporting import markdown_table, steps
+
+try:
+    from rliable import library as rly_library
+    from rliable import metrics as rly_metrics
+except ImportError as error:  # pragma: no cover
+    raise ImportError(f"benchmarks.aggregate needs rliable: pip install -e '.[bench]' ({error})") from error
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
@@ -46,15 +50,12 @@ AGGREGATE_FILENAME = "aggregate.md"
 PROFILE_FILENAME = "performance_profile.png"
 SAMPLE_EFFICIENCY_FILENAME = "sample_efficiency.png"
 OUTPUT_FILENAMES = (AGGREGATE_FILENAME, PROFILE_FILENAME, SAMPLE_EFFICIENCY_FILENAME)
-
-#: Columns of ``evaluations.csv`` this module reads (the harness writes more).
+#: Columns of ``evaluations.csv`` read here
 REQUIRED_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return")
-#: Names of the aggregate metrics, in the order of the table of ``aggregate.md``.
+#: The aggregate metrics, in the order of the table of ``aggregate.md``
 METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality gap")
-#: A ``random`` entry of :data:`NORMALISATION` that is measured instead of given: the mean over every run of the env in
-#: ``evaluations.csv`` of its evaluation at step 0 (the untrained policy's return).
+#: A ``random`` entry of :data:`NORMALISATION` measured instead of given: the mean step-0 evaluation of the env's runs
 STEP0 = "step0"
-
 DEFAULT_REPS = 50_000
 DEFAULT_PROFILE_REPS = 2_000
 DEFAULT_SEED = 0
@@ -79,20 +80,8 @@ class SuiteNormalisation:
     notes: str = ""
 
 
-#: The normalisation of each committed suite, by the name of its folder under ``benchmarks/results``. A score of 0 is
-#: the ``random`` return and 1 the ``reference`` return; scores above 1 and below 0 are kept as they are.
-#:
-#: * ``classic``: ``random`` is the worst return an episode can have at the time limit where the task bounds it
-#:   (CartPole-v1: 0, every step earns +1; Acrobot-v1: -500, the goal never reached in 500 steps) and the untrained
-#:   policy's return for Pendulum-v1, whose worst return (about -3250) no policy comes near; ``reference`` is the env's
-#:   ``reward_threshold`` (CartPole-v1 475, Acrobot-v1 -100) and, for Pendulum-v1, which has none, -250, the threshold
-#:   the suite's ``results.md`` uses (its ``config.json``).
-#: * ``mujoco``: ``random`` is the untrained policy's return (step-0 evaluations); ``reference`` is the final return of
-#:   rl-zoo3's published TRPO agents (``benchmark.md`` of DLR-RM/rl-baselines3-zoo, ``trpo`` rows: 1M steps, one
-#:   trained agent per env, deterministic evaluation), measured on the v3 envs. Our runs use the v5 envs, whose rewards
-#:   are close but not identical; 1 means "as good as the zoo's TRPO agent".
-#: * ``algorithmic``: ``random`` is 0 (no correct symbol written; a wrong write earns -0.5 and ends the episode) and
-#:   ``reference`` the env's ``reward_threshold`` (gym's criterion for solving the task, on the training return).
+#: The normalisation of each committed suite, by the name of its folder under ``benchmarks/results`` (0: the random
+#: return, 1: the reference; scores outside [0, 1] are kept as they are).
 NORMALISATION: dict[str, SuiteNormalisation] = {
     "classic": SuiteNormalisation(
         envs={"CartPole-v1": (0.0, 475.0), "Acrobot-v1": (-500.0, -100.0), "Pendulum-v1": (STEP0, -250.0)},
@@ -194,43 +183,19 @@ class Aggregate:
 
 @contextlib.contextmanager
 def _seeded_global_numpy(seed: int) -> Iterator[None]:
-    """
-    Seed NumPy's global generator for the block and restore its state afterwards: rliable's stratified bootstrap
-    draws its resampling indices from ``np.random`` whatever ``random_state`` it is given.
-    """
+    """Seed NumPy's global generator for the block, then restore it: rliable's bootstrap draws from ``np.random``."""
     state = np.random.get_state()
     np.random.seed(seed)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
     finally:
         np.random.set_state(state)
 
 
-def import_rliable() -> tuple[ModuleType, ModuleType]:
-    """
-    :return: ``rliable.library`` and ``rliable.metrics``
-    :raises ImportError: rliable is not installed
-    """
-    try:
-        from rliable import library, metrics
-    except ImportError as error:
-        raise ImportError(
-            f"benchmarks.aggregate needs rliable: pip install -e '.[bench]' (or pip install rliable) ({error})"
-        ) from error
-    return library, metrics
-
-
-def suite_folder_name(folder: str | Path) -> str:
-    """:return: The suite name of a results folder: its folder name."""
-    return Path(folder).resolve().name
-
-
 def get_normalisation(suite: str) -> SuiteNormalisation:
-    """
-    :param suite: A key of :data:`NORMALISATION`.
-    :return: Its normalisation
-    :raises ValueError: Unknown suite
-    """
+    """:return: The entry of :data:`NORMALISATION` of ``suite``; :raises ValueError: unknown suite"""
     if suite not in NORMALISATION:
         raise ValueError(
             f"No normalisation reference for suite {suite!r}: known suites are {sorted(NORMALISATION)} "
@@ -241,12 +206,9 @@ def get_normalisation(suite: str) -> SuiteNormalisation:
 
 def load_evaluations(path: str | Path) -> pd.DataFrame:
     """
-    Read and check an ``evaluations.csv``.
+    Read and check an ``evaluations.csv``. Rows at step 0 without a return (the training-return metric has no finished
+    episode yet) are dropped; any other missing or non-finite return is an error.
 
-    Rows at step 0 without a return (the training-return metric has no finished episode yet) are dropped; any other
-    missing or non-finite return is an error.
-
-    :param path: The CSV file.
     :return: The evaluations, sorted by algorithm, env, seed and step
     :raises FileNotFoundError: No such file
     :raises ValueError: Missing columns, no rows, non-integer seeds or steps, duplicated or non-finite evaluations
@@ -258,20 +220,15 @@ def load_evaluations(path: str | Path) -> pd.DataFrame:
     missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
     if missing:
         raise ValueError(f"{path} lacks the column(s) {missing} (needs {list(REQUIRED_COLUMNS)})")
-    if frame.empty:
-        raise ValueError(f"{path} has no evaluations")
     frame = frame[list(REQUIRED_COLUMNS)].copy()
-    if frame[["algo", "env"]].isna().any().any():
-        raise ValueError(f"{path} has rows without an algo or env")
-    frame["algo"] = frame["algo"].astype(str)
-    frame["env"] = frame["env"].astype(str)
+    if frame.empty or frame[["algo", "env"]].isna().any().any():
+        raise ValueError(f"{path} has no evaluations, or rows without an algo or env")
+    frame[["algo", "env"]] = frame[["algo", "env"]].astype(str)
     for column in ("seed", "timesteps"):
-        values = pd.to_numeric(frame[column], errors="coerce")
-        if values.isna().any() or not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
-            raise ValueError(f"{path}: column {column!r} must hold integers")
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+        if not np.all(np.isfinite(values) & (values == np.round(values)) & (values >= 0)):
+            raise ValueError(f"{path}: column {column!r} must hold integers (>= 0)")
         frame[column] = values.astype(np.int64)
-    if (frame["timesteps"] < 0).any():
-        raise ValueError(f"{path}: negative timesteps")
     frame["mean_return"] = pd.to_numeric(frame["mean_return"], errors="coerce").astype(float)
     keys = ["algo", "env", "seed", "timesteps"]
     duplicated = frame.duplicated(keys, keep=False)
@@ -288,21 +245,15 @@ def load_evaluations(path: str | Path) -> pd.DataFrame:
             f"{path}: return {row['mean_return']} (NaN or infinite) for {row['algo']} on {row['env']}, "
             f"seed {row['seed']}, step {row['timesteps']}; only step-0 rows may lack a return"
         )
-    frame = frame[~untrained]
-    if frame.empty:
+    if untrained.all():
         raise ValueError(f"{path} has no evaluation with a return")
-    return frame.sort_values(keys, kind="stable").reset_index(drop=True)
+    return frame[~untrained].sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """
-    :param folder: A suite folder.
-    :return: Its ``run_metadata.json`` by ``(algo, env, seed)`` (empty when the file is absent)
-    """
+    """:return: The suite folder's ``run_metadata.json`` by ``(algo, env, seed)`` (empty when absent)"""
     path = Path(folder) / RUN_METADATA_FILENAME
-    if not path.is_file():
-        return {}
-    records = json.loads(path.read_text())
+    records = json.loads(path.read_text()) if path.is_file() else {}
     if not isinstance(records, dict):
         raise ValueError(f"{path} must map run names to records")
     return {
@@ -314,8 +265,6 @@ def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str
 
 def resolve_references(frame: pd.DataFrame, normalisation: SuiteNormalisation) -> dict[str, tuple[float, float]]:
     """
-    :param frame: Evaluations (:func:`load_evaluations`).
-    :param normalisation: The suite's normalisation.
     :return: Per env of ``frame``, its ``(random, reference)`` returns, :data:`STEP0` measured
     :raises ValueError: An env without an entry, a :data:`STEP0` env without step-0 evaluations, a reference equal to
         its random return, a non-finite entry
@@ -328,9 +277,7 @@ def resolve_references(frame: pd.DataFrame, normalisation: SuiteNormalisation) -
                 f"covers {sorted(normalisation.envs)}"
             )
         random, reference = normalisation.envs[env]
-        if isinstance(random, str):
-            if random != STEP0:
-                raise ValueError(f"Random return {random!r} of {env}: a number or {STEP0!r}")
+        if random == STEP0:
             initial = frame[(frame["env"] == env) & (frame["timesteps"] == 0)]["mean_return"]
             if initial.empty:
                 raise ValueError(
@@ -339,10 +286,9 @@ def resolve_references(frame: pd.DataFrame, normalisation: SuiteNormalisation) -
                 )
             random = float(initial.mean())
         random, reference = float(random), float(reference)
-        if not (math.isfinite(random) and math.isfinite(reference)):
-            raise ValueError(f"Normalisation of {env}: random {random} and reference {reference} must be finite")
-        if reference == random:
-            raise ValueError(f"Normalisation of {env}: the reference return equals the random return ({random})")
+        if not (math.isfinite(random) and math.isfinite(reference)) or reference == random:
+            problem = "the reference return equals the random return" if reference == random else "both must be finite"
+            raise ValueError(f"Normalisation of {env} (random {random}, reference {reference}): {problem}")
         references[env] = (random, reference)
     return references
 
@@ -356,61 +302,30 @@ def select_runs(frame: pd.DataFrame, env_order: Sequence[str] | None = None) -> 
     """
     Keep the algorithms run on every env of ``frame``, each with the seeds it has on all of them.
 
-    :param frame: Evaluations.
     :param env_order: Preferred order of the envs (the others follow, sorted).
-    :return: The selection
     :raises ValueError: No algorithm was run on every env, or none has a seed on all of them
     """
     present = set(frame["env"].unique())
     envs = [env for env in (env_order or []) if env in present] + sorted(present - set(env_order or []))
-    seeds: dict[str, list[int]] = {}
-    excluded: dict[str, list[str]] = {}
-    dropped: dict[tuple[str, str], list[int]] = {}
+    selection = Selection(envs=envs, seeds={}, excluded={}, dropped={})
     for algo, runs in frame.groupby("algo", sort=True):
-        per_env = {env: set(group["seed"].unique().tolist()) for env, group in runs.groupby("env")}
+        algo = str(algo)
+        per_env = {env: set(group["seed"].tolist()) for env, group in runs.groupby("env")}
         missing = [env for env in envs if env not in per_env]
-        if missing:
-            excluded[str(algo)] = missing
-            continue
-        common = sorted(set.intersection(*per_env.values()))
+        common = sorted(set.intersection(*per_env.values())) if not missing else []
         if not common:
-            excluded[str(algo)] = []
+            selection.excluded[algo] = missing
             continue
-        seeds[str(algo)] = [int(seed) for seed in common]
+        selection.seeds[algo] = [int(seed) for seed in common]
         for env in envs:
-            extra = sorted(per_env[env] - set(common))
-            if extra:
-                dropped[(str(algo), env)] = [int(seed) for seed in extra]
-    if not seeds:
+            if extra := sorted(per_env[env] - set(common)):
+                selection.dropped[(algo, env)] = [int(seed) for seed in extra]
+    if not selection.seeds:
         raise ValueError(
             f"No algorithm has runs on every env ({envs}) with a seed in common: nothing to aggregate "
-            f"(per algorithm, the envs missing: {excluded})"
+            f"(per algorithm, the envs missing: {selection.excluded})"
         )
-    return Selection(envs=envs, seeds=seeds, excluded=excluded, dropped=dropped)
-
-
-def final_scores(
-    frame: pd.DataFrame, selection: Selection, references: Mapping[str, tuple[float, float]]
-) -> dict[str, np.ndarray]:
-    """
-    :return: Per selected algorithm, the normalised last evaluation of each run, ``seeds x envs``
-    """
-    last = frame.groupby(["algo", "env", "seed"], sort=False)["mean_return"].last()
-    scores = {}
-    for algo, seeds in selection.seeds.items():
-        matrix = np.empty((len(seeds), len(selection.envs)))
-        for j, env in enumerate(selection.envs):
-            random, reference = references[env]
-            matrix[:, j] = normalise([last[(algo, env, seed)] for seed in seeds], random, reference)
-        scores[algo] = matrix
-    return scores
-
-
-def _run_end(meta: Mapping[str, Any] | None, last_step: int) -> int:
-    """A run's last step with a score: its budget if it stopped early at the threshold, else its last evaluation."""
-    if meta and meta.get("stopped_at_threshold") and meta.get("steps"):
-        return max(int(meta["steps"]), last_step)
-    return last_step
+    return selection
 
 
 def score_curves(
@@ -421,13 +336,10 @@ def score_curves(
     n_points: int = DEFAULT_POINTS,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """
-    Normalised scores of every selected run at common step points.
-
-    Per algorithm the points are ``n_points`` evenly spaced steps from 0 to its horizon, the shortest run it has (a run
-    stopped at the threshold counts to its budget and keeps its last value). Each evaluation is placed on the multiple
-    of its run's ``eval_freq`` (``run_metadata.json``) it was taken for, as in the learning-curve plots, and a run's
-    score at a point is its latest evaluation at or before it. Points before some run's first evaluation with a return
-    are left out (step 0 of the training-return metric).
+    Normalised scores of every selected run at common step points: per algorithm ``n_points`` evenly spaced steps from
+    0 to its shortest run (a run stopped at the threshold counts to its budget, keeping its last value). Each evaluation
+    is placed on the multiple of its run's ``eval_freq`` it was taken for, and a run's score at a point is its latest
+    evaluation at or before it; points before some run's first evaluation with a return are left out.
 
     :return: Per algorithm ``(steps, scores)``, scores ``seeds x envs x steps``
     """
@@ -440,22 +352,22 @@ def score_curves(
         for env in selection.envs:
             for seed in seeds:
                 run = frame[(frame["algo"] == algo) & (frame["env"] == env) & (frame["seed"] == seed)]
-                meta = metadata.get((algo, env, seed))
-                steps = run["timesteps"].to_numpy()
-                freq = int(meta["eval_freq"]) if meta and meta.get("eval_freq") else 0
-                if freq > 0:
-                    steps = steps // freq * freq
-                runs[(env, seed)] = (steps, run["mean_return"].to_numpy(), _run_end(meta, int(steps.max())))
+                meta = metadata.get((algo, env, seed)) or {}
+                run_steps = run["timesteps"].to_numpy()
+                if meta.get("eval_freq"):
+                    run_steps = run_steps // int(meta["eval_freq"]) * int(meta["eval_freq"])
+                end = int(run_steps.max())
+                if meta.get("stopped_at_threshold") and meta.get("steps"):
+                    end = max(int(meta["steps"]), end)
+                runs[(env, seed)] = (run_steps, run["mean_return"].to_numpy(), end)
         horizon = min(end for _, _, end in runs.values())
         grid = np.unique(np.linspace(0, horizon, n_points).round().astype(np.int64))
         values = np.full((len(seeds), len(selection.envs), len(grid)), np.nan)
         for j, env in enumerate(selection.envs):
-            random, reference = references[env]
             for i, seed in enumerate(seeds):
-                steps, returns, _ = runs[(env, seed)]
-                index = np.searchsorted(steps, grid, side="right") - 1
-                valid = index >= 0
-                values[i, j, valid] = normalise(returns[index[valid]], random, reference)
+                run_steps, returns, _ = runs[(env, seed)]
+                index = np.searchsorted(run_steps, grid, side="right") - 1
+                values[i, j, index >= 0] = normalise(returns[index[index >= 0]], *references[env])
         keep = ~np.isnan(values).any(axis=(0, 1))
         if not keep.any():
             raise ValueError(f"{algo}: no step point where every run has an evaluation")
@@ -463,44 +375,42 @@ def score_curves(
     return curves
 
 
-def metric_functions(metrics: ModuleType) -> Callable[[np.ndarray], np.ndarray]:
-    """:return: The function of a ``runs x tasks`` matrix giving :data:`METRIC_NAMES` (rliable's aggregates)."""
-
-    def aggregates(scores: np.ndarray) -> np.ndarray:
-        return np.array(
-            [
-                metrics.aggregate_iqm(scores),
-                metrics.aggregate_mean(scores),
-                metrics.aggregate_median(scores),
-                metrics.aggregate_optimality_gap(scores),
-            ]
-        )
-
-    return aggregates
+def _metrics(scores: np.ndarray) -> np.ndarray:
+    """:return: :data:`METRIC_NAMES` of a ``runs x tasks`` matrix (rliable's aggregates)"""
+    return np.array(
+        [
+            rly_metrics.aggregate_iqm(scores),
+            rly_metrics.aggregate_mean(scores),
+            rly_metrics.aggregate_median(scores),
+            rly_metrics.aggregate_optimality_gap(scores),
+        ]
+    )
 
 
 def interval_estimates(
-    scores: Mapping[str, np.ndarray], reps: int = DEFAULT_REPS, seed: int = DEFAULT_SEED
+    scores: Mapping[str, np.ndarray],
+    reps: int = DEFAULT_REPS,
+    seed: int = DEFAULT_SEED,
+    metric: Callable[[np.ndarray], np.ndarray] = _metrics,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """
-    IQM, mean, median and optimality gap of each algorithm's scores with 95% stratified-bootstrap confidence intervals.
+    rliable's point estimates with 95% stratified-bootstrap confidence intervals
+    (``rliable.library.get_interval_estimates``), reproducible and leaving NumPy's global generator as it was.
 
-    :param scores: Per algorithm, ``runs x tasks``.
+    :param scores: Per algorithm, ``runs x tasks`` (or ``runs x tasks x steps`` with a per-step ``metric``).
     :param reps: Bootstrap resamples.
     :param seed: Seed of the resampling.
+    :param metric: The estimates of a score matrix (default: :data:`METRIC_NAMES`).
     :return: Point estimates (per algorithm, one per metric) and intervals (per algorithm, ``2 x metrics``)
     """
-    library, metrics = import_rliable()
     if reps < 1:
         raise ValueError(f"reps must be positive, not {reps}")
-    with _seeded_global_numpy(seed), warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        points, intervals = library.get_interval_estimates(
-            dict(scores), metric_functions(metrics), reps=reps, confidence_interval_size=CONFIDENCE
+    with _seeded_global_numpy(seed):
+        points, intervals = rly_library.get_interval_estimates(
+            dict(scores), metric, reps=reps, confidence_interval_size=CONFIDENCE
         )
-    return {k: np.asarray(v, dtype=float) for k, v in points.items()}, {
-        k: np.asarray(v, dtype=float) for k, v in intervals.items()
-    }
+    as_arrays = lambda values: {k: np.asarray(v, dtype=float) for k, v in values.items()}  # noqa: E731
+    return as_arrays(points), as_arrays(intervals)
 
 
 def aggregate_suite(
@@ -520,193 +430,146 @@ def aggregate_suite(
     :param reps: Bootstrap resamples of the final-score intervals.
     :param seed: Seed of the bootstrap.
     :param n_points: Step points of the sample-efficiency curves.
-    :return: The aggregate
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"Suite folder {folder} not found")
-    suite = suite or suite_folder_name(folder)
-    if normalisation is None:
-        normalisation = get_normalisation(suite)
+    suite = suite or folder.resolve().name
+    normalisation = normalisation or get_normalisation(suite)
     frame = load_evaluations(folder / EVALUATIONS_FILENAME)
     references = resolve_references(frame, normalisation)
     metadata = load_run_metadata(folder)
     selection = select_runs(frame, env_order=list(normalisation.envs))
-    scores = final_scores(frame, selection, references)
+    last = frame.groupby(["algo", "env", "seed"], sort=False)[["mean_return", "timesteps"]].last()
+    scores = {
+        algo: np.stack(
+            [normalise([last.loc[(algo, env, s), "mean_return"] for s in seeds], *references[env]) for env in selection.envs],
+            axis=1,
+        )
+        for algo, seeds in selection.seeds.items()
+    }
     points, intervals = interval_estimates(scores, reps=reps, seed=seed)
-    last_steps = frame.groupby(["algo", "env", "seed"])["timesteps"].max()
-    budgets: dict[str, dict[str, list[int]]] = {}
-    for algo, seeds in selection.seeds.items():
-        budgets[algo] = {}
-        for env in selection.envs:
-            values = set()
-            for s in seeds:
-                meta = metadata.get((algo, env, s))
-                values.add(int(meta["steps"]) if meta and meta.get("steps") else int(last_steps[(algo, env, s)]))
-            budgets[algo][env] = sorted(values)
+    budgets = {
+        algo: {
+            env: sorted(
+                {
+                    int((metadata.get((algo, env, s)) or {}).get("steps") or last.loc[(algo, env, s), "timesteps"])
+                    for s in seeds
+                }
+            )
+            for env in selection.envs
+        }
+        for algo, seeds in selection.seeds.items()
+    }
     curves = score_curves(frame, selection, references, metadata, n_points=n_points)
-    return Aggregate(
-        suite=suite,
-        references=references,
-        selection=selection,
-        scores=scores,
-        points=points,
-        intervals=intervals,
-        budgets=budgets,
-        curves=curves,
-    )
+    return Aggregate(suite, references, selection, scores, points, intervals, budgets, curves)
 
 
 def _fmt(value: float) -> str:
-    """Three significant decimals, at least two."""
+    """:return: A normalised score with 3 decimals (2 from 10 on)"""
     if not math.isfinite(value):
         return str(value)
     return f"{value:.2f}" if abs(value) >= 10 else f"{value:.3f}"
 
 
-def _steps(value: float) -> str:
-    """100000 -> '100k', 1500000 -> '1.5M'."""
-    if value >= 1_000_000:
-        return f"{value / 1_000_000:g}M"
-    if value >= 1_000:
-        return f"{value / 1_000:g}k"
-    return f"{value:g}"
-
-
-def _seed_list(seeds: Sequence[int]) -> str:
-    return " ".join(str(seed) for seed in seeds)
-
-
-def _color_map(algos: Sequence[str]) -> dict[str, Any]:
+def _plot(
+    aggregate: Aggregate, path: str | Path, title: str, draw: Callable[[Any, str, Any], None], at_one: str, **labels: Any
+) -> None:
+    """Draw ``draw(axis, algo, color)`` per algorithm, a dashed line at score 1 (``at_one``: ``"x"`` or ``"y"``) and save
+    the figure (``labels``: the axis properties)."""
     import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     cmap = matplotlib.colormaps["tab10"]
-    return {algo: cmap(i % 10) for i, algo in enumerate(algos)}
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for index, algo in enumerate(aggregate.scores):
+        draw(ax, algo, cmap(index % 10))
+    (ax.axvline if at_one == "x" else ax.axhline)(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set(title=f"{aggregate.suite}: {title}", **labels)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def plot_performance_profile(
     aggregate: Aggregate, path: str | Path, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
 ) -> np.ndarray:
     """
-    Write rliable's performance profile of the final scores (score distributions over all runs, with CIs).
+    Write rliable's performance profile of the final scores (the fraction of runs above each tau, with CIs).
 
     :return: The thresholds tau of the profile
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    library, _ = import_rliable()
-    all_scores = np.concatenate([scores.ravel() for scores in aggregate.scores.values()])
-    low = min(0.0, float(np.floor(all_scores.min() * 10) / 10))
-    high = max(1.0, float(np.ceil(all_scores.max() * 10) / 10))
+    every = np.concatenate([scores.ravel() for scores in aggregate.scores.values()])
+    low, high = min(0.0, float(np.floor(every.min() * 10) / 10)), max(1.0, float(np.ceil(every.max() * 10) / 10))
     taus = np.linspace(low, high, 101)
-    with _seeded_global_numpy(seed), warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        profiles, profile_cis = library.create_performance_profile(
+    with _seeded_global_numpy(seed):
+        profiles, bands = rly_library.create_performance_profile(
             dict(aggregate.scores), taus, reps=reps, confidence_interval_size=CONFIDENCE
         )
-    colors = _color_map(list(aggregate.scores))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for algo in aggregate.scores:
-        ax.plot(taus, profiles[algo], color=colors[algo], linewidth=2, label=f"{algo} ({aggregate.scores[algo].size} runs)")
-        lower, upper = profile_cis[algo]
-        ax.fill_between(taus, lower, upper, color=colors[algo], alpha=0.2, linewidth=0)
-    ax.axvline(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set_xlabel(r"normalised final score $\tau$ (1 = reference)")
-    ax.set_ylabel(r"fraction of runs with score > $\tau$")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(f"{aggregate.suite}: performance profile ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+
+    def draw(ax: Any, algo: str, color: Any) -> None:
+        label = f"{algo} ({aggregate.scores[algo].size} runs)"
+        ax.plot(taus, profiles[algo], color=color, linewidth=2, label=label)
+        ax.fill_between(taus, *bands[algo], color=color, alpha=0.2, linewidth=0)
+
+    title = f"performance profile ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)"
+    xlabel, ylabel = r"normalised final score $\tau$ (1 = reference)", r"fraction of runs with score > $\tau$"
+    _plot(aggregate, path, title, draw, "x", xlabel=xlabel, ylabel=ylabel, ylim=(-0.02, 1.02))
     return taus
 
 
 def sample_efficiency_estimates(
     aggregate: Aggregate, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
 ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """
-    :return: Per algorithm ``(steps, IQM, 2 x steps interval)`` of its sample-efficiency curve
-    """
-    library, metrics = import_rliable()
+    """:return: Per algorithm ``(steps, IQM, 2 x steps interval)`` of its sample-efficiency curve"""
+
+    def iqm_per_step(values: np.ndarray) -> np.ndarray:
+        return np.array([rly_metrics.aggregate_iqm(values[..., k]) for k in range(values.shape[-1])])
+
     estimates = {}
-    for algo, (steps, scores) in aggregate.curves.items():
-
-        def iqm_per_step(values: np.ndarray) -> np.ndarray:
-            return np.array([metrics.aggregate_iqm(values[..., k]) for k in range(values.shape[-1])])
-
-        with _seeded_global_numpy(seed), warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            points, intervals = library.get_interval_estimates(
-                {algo: scores}, iqm_per_step, reps=reps, confidence_interval_size=CONFIDENCE
-            )
-        estimates[algo] = (steps, np.asarray(points[algo], dtype=float), np.asarray(intervals[algo], dtype=float))
+    for algo, (grid, scores) in aggregate.curves.items():
+        points, intervals = interval_estimates({algo: scores}, reps=reps, seed=seed, metric=iqm_per_step)
+        estimates[algo] = (grid, points[algo], intervals[algo])
     return estimates
 
 
 def plot_sample_efficiency(
-    aggregate: Aggregate,
-    path: str | Path,
-    reps: int = DEFAULT_PROFILE_REPS,
-    seed: int = DEFAULT_SEED,
+    aggregate: Aggregate, path: str | Path, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
 ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """
-    Write the IQM of the normalised score against env steps per algorithm, with its 95% stratified-bootstrap band.
-    The x axis is logarithmic (step 0 not shown) when the algorithms' horizons differ more than tenfold.
+    Write the IQM of the normalised score against env steps per algorithm, with its 95% stratified-bootstrap band; the
+    x axis is logarithmic (step 0 not shown) when the algorithms' horizons differ more than tenfold.
 
     :return: The curves (:func:`sample_efficiency_estimates`)
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     estimates = sample_efficiency_estimates(aggregate, reps=reps, seed=seed)
-    colors = _color_map(list(aggregate.scores))
-    horizons = [int(steps.max()) for steps, _, _ in estimates.values()]
+    horizons = [int(grid.max()) for grid, _, _ in estimates.values()]
     log_x = max(horizons) > 10 * max(min(horizons), 1)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for algo, (steps, iqm, interval) in estimates.items():
-        shown = steps > 0 if log_x else np.ones_like(steps, dtype=bool)
-        n_runs = aggregate.curves[algo][1].shape[0] * aggregate.curves[algo][1].shape[1]
-        ax.plot(
-            steps[shown],
-            iqm[shown],
-            color=colors[algo],
-            marker="." if shown.sum() < 30 else None,
-            label=f"{algo} ({n_runs} runs)",
-        )
-        ax.fill_between(steps[shown], interval[0][shown], interval[1][shown], color=colors[algo], alpha=0.2, linewidth=0)
-    if log_x:
-        ax.set_xscale("log")
-    ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("IQM normalised score\n(1 = reference)")
-    ax.set_title(f"{aggregate.suite}: sample efficiency ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+
+    def draw(ax: Any, algo: str, color: Any) -> None:
+        grid, iqm, interval = estimates[algo]
+        shown = grid > 0 if log_x else np.ones_like(grid, dtype=bool)
+        label = f"{algo} ({aggregate.curves[algo][1].shape[0] * aggregate.curves[algo][1].shape[1]} runs)"
+        ax.plot(grid[shown], iqm[shown], color=color, marker="." if shown.sum() < 30 else None, label=label)
+        ax.fill_between(grid[shown], interval[0][shown], interval[1][shown], color=color, alpha=0.2, linewidth=0)
+
+    title = f"sample efficiency ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)"
+    labels = {"xlabel": "env steps", "ylabel": "IQM normalised score\n(1 = reference)", "xscale": "log" if log_x else "linear"}
+    _plot(aggregate, path, title, draw, "y", **labels)
     return estimates
-
-
-def _display_folder(folder: Path) -> str:
-    resolved = folder.resolve()
-    try:
-        return resolved.relative_to(REPO_ROOT).as_posix()
-    except ValueError:
-        return str(folder)
 
 
 def regenerate_command(folder: Path, suite: str | None, reps: int, profile_reps: int, seed: int, n_points: int) -> str:
     """:return: The command line that regenerates a suite's aggregate with these settings."""
-    parts = ["python", "-m", "benchmarks.aggregate", _display_folder(folder)]
-    if suite is not None and suite != suite_folder_name(folder):
+    shown = str(folder)
+    with contextlib.suppress(ValueError):
+        shown = folder.resolve().relative_to(REPO_ROOT).as_posix()
+    parts = ["python", "-m", "benchmarks.aggregate", shown]
+    if suite is not None and suite != folder.resolve().name:
         parts += ["--suite", suite]
     for option, value, default in (
         ("--reps", reps, DEFAULT_REPS),
@@ -720,20 +583,37 @@ def regenerate_command(folder: Path, suite: str | None, reps: int, profile_reps:
 
 
 def render_markdown(
-    aggregate: Aggregate,
-    normalisation: SuiteNormalisation,
-    command: str,
-    reps: int,
-    profile_reps: int,
-    seed: int,
-    date: str,
+    aggregate: Aggregate, normalisation: SuiteNormalisation, command: str, reps: int, profile_reps: int, seed: int, date: str
 ) -> str:
     """:return: The text of ``aggregate.md``."""
     sel = aggregate.selection
-    try:
-        version = importlib.metadata.version("rliable")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-        version = "?"
+    version = importlib.metadata.version("rliable")
+    final_rows = [
+        [algo, "{} x {}".format(*aggregate.scores[algo].shape)]
+        + [
+            f"{_fmt(point)} [{_fmt(low)}, {_fmt(high)}]"
+            for point, low, high in zip(aggregate.points[algo], *aggregate.intervals[algo], strict=True)
+        ]
+        for algo in sel.seeds
+    ]
+    per_env_rows = [[algo, *(_fmt(value) for value in aggregate.scores[algo].mean(axis=0))] for algo in sel.seeds]
+    reference_rows = [
+        [env, f"{aggregate.references[env][0]:.6g}" + (" (step-0 mean)" if normalisation.envs[env][0] == STEP0 else ""),
+         f"{aggregate.references[env][1]:.6g}"]
+        for env in sel.envs
+    ]  # fmt: skip
+    run_rows = []
+    for algo, seeds in sel.seeds.items():
+        budgets = aggregate.budgets[algo]
+        if len({b for env_budgets in budgets.values() for b in env_budgets}) == 1:
+            budget = steps(next(iter(budgets.values()))[0])
+        else:
+            budget = "; ".join(f"{env}: {'/'.join(steps(b) for b in budgets[env])}" for env in sel.envs)
+        run_rows.append([algo, f"{len(sel.envs)} (all)", " ".join(map(str, seeds)), budget])
+    left_out = [
+        f"`{algo}` ({'not run on ' + ', '.join(missing) if missing else 'no seed run on every env'})"
+        for algo, missing in sel.excluded.items()
+    ]
     lines = [
         f"# Aggregate metrics: `{aggregate.suite}`",
         "",
@@ -749,66 +629,29 @@ def render_markdown(
         *([normalisation.notes, ""] if normalisation.notes else []),
         "## Final normalised scores",
         "",
-        "| Algorithm | Runs (seeds x envs) | IQM | Mean | Median | Optimality gap |",
-        "|---|---|---|---|---|---|",
-    ]
-    for algo in sel.seeds:
-        point, interval = aggregate.points[algo], aggregate.intervals[algo]
-        cells = [f"{_fmt(point[k])} [{_fmt(interval[0][k])}, {_fmt(interval[1][k])}]" for k in range(len(METRIC_NAMES))]
-        n_seeds, n_envs = aggregate.scores[algo].shape
-        lines.append(f"| {algo} | {n_seeds} x {n_envs} | " + " | ".join(cells) + " |")
-    lines += [
+        *markdown_table(["Algorithm", "Runs (seeds x envs)", *METRIC_NAMES], final_rows),
         "",
         "Mean normalised final score per env (over the seeds above), for reading the aggregate:",
         "",
-        "| Algorithm | " + " | ".join(sel.envs) + " |",
-        "|---|" + "---|" * len(sel.envs),
-    ]
-    for algo in sel.seeds:
-        means = aggregate.scores[algo].mean(axis=0)
-        lines.append(f"| {algo} | " + " | ".join(_fmt(value) for value in means) + " |")
-    lines += [
+        *markdown_table(["Algorithm", *sel.envs], per_env_rows),
         "",
         "## Normalisation",
         "",
         f"Random: {normalisation.random_source}. Reference: {normalisation.reference_source}. The table is "
         "`NORMALISATION` in `benchmarks/aggregate.py`.",
         "",
-        "| Env | Random return | Reference return |",
-        "|---|---|---|",
-    ]
-    for env in sel.envs:
-        random, reference = aggregate.references[env]
-        given = normalisation.envs[env][0]
-        note = " (step-0 mean)" if given == STEP0 else ""
-        lines.append(f"| {env} | {random:.6g}{note} | {reference:.6g} |")
-    lines += [
+        *markdown_table(["Env", "Random return", "Reference return"], reference_rows),
         "",
         "## Runs used",
         "",
-        "| Algorithm | Envs | Seeds | Steps (budget per run) |",
-        "|---|---|---|---|",
+        *markdown_table(["Algorithm", "Envs", "Seeds", "Steps (budget per run)"], run_rows),
+        "",
+        f"Envs: {', '.join(sel.envs)}.",
     ]
-    for algo, seeds in sel.seeds.items():
-        budgets = aggregate.budgets[algo]
-        values = sorted({b for env_budgets in budgets.values() for b in env_budgets})
-        if len(values) == 1:
-            budget = _steps(values[0])
-        else:
-            budget = "; ".join(f"{env}: {'/'.join(_steps(b) for b in budgets[env])}" for env in sel.envs)
-        lines.append(f"| {algo} | {len(sel.envs)} (all) | {_seed_list(seeds)} | {budget} |")
-    left_out = []
-    for algo, missing in sel.excluded.items():
-        if missing:
-            left_out.append(f"`{algo}` (not run on {', '.join(missing)})")
-        else:
-            left_out.append(f"`{algo}` (no seed run on every env)")
-    lines.append("")
-    lines.append(f"Envs: {', '.join(sel.envs)}.")
     if left_out:
         lines.append(f"Left out, as rliable needs every algorithm on every env: {'; '.join(left_out)}.")
     if sel.dropped:
-        dropped = "; ".join(f"`{algo}` on {env}: seeds {_seed_list(seeds)}" for (algo, env), seeds in sel.dropped.items())
+        dropped = "; ".join(f"`{algo}` on {env}: seeds {' '.join(map(str, s))}" for (algo, env), s in sel.dropped.items())
         lines.append(f"Seeds dropped, as their algorithm lacks them on another env: {dropped}.")
     lines += [
         "",
@@ -843,33 +686,24 @@ def write_aggregate(
     date: str | None = None,
 ) -> list[Path]:
     """
-    Compute a suite's aggregate and write ``aggregate.md``, ``performance_profile.png`` and ``sample_efficiency.png``
-    into its folder.
+    Compute a suite's aggregate (:func:`aggregate_suite`) and write ``aggregate.md`` and the two plots into its folder.
 
-    :param folder: The suite folder.
-    :param suite: Its name in :data:`NORMALISATION` (default: the folder's name).
-    :param normalisation: Use this normalisation instead of the suite's entry.
-    :param reps: Bootstrap resamples of the final-score intervals.
     :param profile_reps: Bootstrap resamples of the performance profile and the sample-efficiency bands.
-    :param seed: Seed of the bootstraps.
-    :param n_points: Step points of the sample-efficiency curves.
     :param date: Date written to ``aggregate.md`` (default: today, UTC).
     :return: The written paths
     """
     folder = Path(folder)
-    normalisation = normalisation or get_normalisation(suite or suite_folder_name(folder))
+    normalisation = normalisation or get_normalisation(suite or folder.resolve().name)
     aggregate = aggregate_suite(folder, suite=suite, normalisation=normalisation, reps=reps, seed=seed, n_points=n_points)
     if profile_reps < 1:
         raise ValueError(f"profile_reps must be positive, not {profile_reps}")
-    profile_path = folder / PROFILE_FILENAME
-    curve_path = folder / SAMPLE_EFFICIENCY_FILENAME
-    plot_performance_profile(aggregate, profile_path, reps=profile_reps, seed=seed)
-    plot_sample_efficiency(aggregate, curve_path, reps=profile_reps, seed=seed)
+    paths = [folder / name for name in OUTPUT_FILENAMES]
+    plot_performance_profile(aggregate, paths[1], reps=profile_reps, seed=seed)
+    plot_sample_efficiency(aggregate, paths[2], reps=profile_reps, seed=seed)
     command = regenerate_command(folder, suite, reps, profile_reps, seed, n_points)
     date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    md_path = folder / AGGREGATE_FILENAME
-    md_path.write_text(render_markdown(aggregate, normalisation, command, reps, profile_reps, seed, date))
-    return [md_path, profile_path, curve_path]
+    paths[0].write_text(render_markdown(aggregate, normalisation, command, reps, profile_reps, seed, date))
+    return paths
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -881,27 +715,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("folders", nargs="*", type=Path, help="suite folders (e.g. benchmarks/results/classic)")
     parser.add_argument("--all", action="store_true", help=f"the suites of benchmarks/results: {', '.join(NORMALISATION)}")
     parser.add_argument("--suite", help="normalisation to use (default: the folder's name); only with one folder")
+    parser.add_argument("--reps", type=int, default=DEFAULT_REPS, help="bootstrap resamples of the table (%(default)s)")
+    parser.add_argument("--profile-reps", type=int, default=DEFAULT_PROFILE_REPS, help="of the plots (%(default)s)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstraps (%(default)s)")
     parser.add_argument(
-        "--reps", type=int, default=DEFAULT_REPS, help=f"bootstrap resamples of the table (default {DEFAULT_REPS})"
-    )
-    parser.add_argument(
-        "--profile-reps",
-        type=int,
-        default=DEFAULT_PROFILE_REPS,
-        help=f"bootstrap resamples of the plots (default {DEFAULT_PROFILE_REPS})",
-    )
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the bootstraps (default {DEFAULT_SEED})")
-    parser.add_argument(
-        "--points",
-        type=int,
-        default=DEFAULT_POINTS,
-        help=f"step points of the sample-efficiency curve (default {DEFAULT_POINTS})",
+        "--points", type=int, default=DEFAULT_POINTS, help="steps of the sample-efficiency curve (%(default)s)"
     )
     args = parser.parse_args(argv)
-    if args.all and args.folders:
-        parser.error("give suite folders or --all, not both")
-    if not args.all and not args.folders:
-        parser.error("give a suite folder (e.g. benchmarks/results/classic) or --all")
+    if args.all == bool(args.folders):
+        parser.error("give suite folders (e.g. benchmarks/results/classic) or --all")
     if args.suite and (args.all or len(args.folders) != 1):
         parser.error("--suite goes with exactly one folder")
     return args
@@ -909,8 +731,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    folders = [RESULTS_DIR / name for name in NORMALISATION] if args.all else list(args.folders)
-    for folder in folders:
+    for folder in [RESULTS_DIR / name for name in NORMALISATION] if args.all else args.folders:
         paths = write_aggregate(
             folder, suite=args.suite, reps=args.reps, profile_reps=args.profile_reps, seed=args.seed, n_points=args.points
         )

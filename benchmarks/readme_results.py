@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
-import itertools
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -24,68 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
+
+from benchmarks.reporting import bootstrap_interval, markdown_table, permutation_p_value, steps
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 README = REPO_ROOT / "README.md"
 RESULTS = Path("benchmarks") / "results"
 BEGIN = "<!-- results table: python -m benchmarks.readme_results writes it from benchmarks/results; do not edit -->"
 END = "<!-- end of the results table -->"
-#: bootstrap resamples of the mean, and the generator seed that makes the intervals reproducible
-BOOTSTRAP_SAMPLES = 10_000
-BOOTSTRAP_SEED = 0
-#: above this many splits of the pooled seeds, the permutation test draws this many at random (fixed seed)
-EXACT_PERMUTATION_LIMIT = 500_000
 SIGNIFICANCE = 0.05
-
-
-# ----------------------------------------------------------------------------------------------
-# Statistics
-# ----------------------------------------------------------------------------------------------
-
-
-def bootstrap_interval(values: npt.ArrayLike, level: float = 0.95) -> tuple[float, float]:
-    """
-    :param values: One value per seed
-    :param level: Coverage of the interval
-    :return: The percentile bootstrap interval of the mean
-    """
-    data = np.asarray(values, dtype=float)
-    if data.size == 0 or not np.all(np.isfinite(data)):
-        raise ValueError(f"bootstrap_interval needs finite values, got {list(data)}")
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = data[rng.integers(0, data.size, size=(BOOTSTRAP_SAMPLES, data.size))].mean(axis=1)
-    tail = (1.0 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike) -> float:
-    """
-    :param first: One value per seed of the first algorithm
-    :param second: One value per seed of the second
-    :return: Two-sided p-value of the difference of the means: the fraction of the splits of the pooled values into
-        groups of the same sizes whose difference is at least as large in magnitude as the observed one
-    """
-    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
-    if a.size == 0 or b.size == 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ValueError(f"permutation_p_value needs finite values in both groups, got {list(a)} and {list(b)}")
-    pooled = np.concatenate([a, b])
-    observed = abs(a.mean() - b.mean())
-    if math.comb(pooled.size, a.size) <= EXACT_PERMUTATION_LIMIT:
-        groups = np.array(list(itertools.combinations(range(pooled.size), a.size)))
-    else:
-        rng = np.random.default_rng(BOOTSTRAP_SEED)
-        groups = np.argsort(rng.random((EXACT_PERMUTATION_LIMIT, pooled.size)), axis=1)[:, : a.size]
-    sums = pooled[groups].sum(axis=1)
-    differences = np.abs(sums / a.size - (pooled.sum() - sums) / b.size)
-    return float(np.mean(differences >= observed - 1e-9 * max(1.0, observed)))
-
-
-# ----------------------------------------------------------------------------------------------
-# The committed runs
-# ----------------------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -150,23 +97,11 @@ class Runs:
         return int(self.first_reaching(threshold, "timesteps").notna().sum())
 
 
-# ----------------------------------------------------------------------------------------------
-# Cells
-# ----------------------------------------------------------------------------------------------
-
-
 def number(value: float) -> str:
     """:return: A return or a time as the table shows it (3 significant digits, at least the units)"""
     if abs(value) >= 100:
         return f"{value:.0f}"
     return f"{value:.2g}" if abs(value) < 10 else f"{value:.1f}"
-
-
-def steps(value: float) -> str:
-    """:return: ``940k``, ``2.16M``"""
-    if value >= 1e6:
-        return f"{value / 1e6:.3g}M"
-    return f"{value / 1e3:.3g}k"
 
 
 @dataclass(frozen=True)
@@ -352,9 +287,7 @@ def render() -> tuple[str, list[str]]:
     extra, extra_sources = algorithmic_rows()
     lines += extra
     sources += extra_sources
-    table = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    table += ["| " + " | ".join(cells) + " |" for cells in lines]
-    return "\n".join([BEGIN, *table, END]), sources
+    return "\n".join([BEGIN, *markdown_table(HEADER, lines), END]), sources
 
 
 def replace_table(readme: str, table: str) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchmarks import readme_results, run
-from benchmarks.readme_results import bootstrap_interval, permutation_p_value
+from benchmarks.reporting import bootstrap_interval, permutation_p_value
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
