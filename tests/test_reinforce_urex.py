@@ -3,6 +3,8 @@
 import inspect
 import os
 import re
+import subprocess
+import sys
 from typing import Any
 
 import gymnasium as gym
@@ -11,6 +13,7 @@ import pytest
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -18,12 +21,14 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper, VecNormalize
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
+from sb3_pcl.common.episode_policy import evaluate_episodes, play_step
 from sb3_pcl.common.episodes import collect_episode_batch
-from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions, evaluate_episodes
+from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions, evaluate_recurrent_episodes
 from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.urex import UREX
 
@@ -209,7 +214,7 @@ def test_evaluate_episodes_matches_step_by_step_evaluation(action_space):
     observations = rng.uniform(-1, 1, size=(n_steps, n_envs, 3)).astype(np.float32)
     actions = np.stack([[action_space.sample() for _ in range(n_envs)] for _ in range(n_steps)])
     with th.no_grad():
-        log_prob, entropy = evaluate_episodes(policy, observations, actions)
+        log_prob, entropy = evaluate_episodes(policy, observations, actions, np.ones((n_steps, n_envs)))
         expected = policy.evaluate_sequence(th.as_tensor(observations), th.as_tensor(actions), th.zeros(n_steps, n_envs))
         # step by step: step t of env i sees the actions of steps < t only
         state = policy.initial_state(n_envs)
@@ -220,6 +225,45 @@ def test_evaluate_episodes_matches_step_by_step_evaluation(action_space):
     assert log_prob.shape == entropy.shape == (n_steps, n_envs)
     th.testing.assert_close(log_prob, expected[0])
     th.testing.assert_close(entropy, expected[2])
+
+
+def test_episode_functions_dispatch_on_the_policy_type():
+    """A feed-forward policy plays each step on its own and evaluates the valid steps only; recurrent ones (ours and
+    sb3-contrib's) carry their state from step to step."""
+    n_envs = 3
+    obs = th.as_tensor(np.random.default_rng(0).uniform(-1, 1, size=(n_envs, 4)).astype(np.float32))
+    starts = np.ones(n_envs, dtype=np.float32)
+    observation_space, action_space = spaces.Box(-1.0, 1.0, shape=(4,)), spaces.Discrete(2)
+    feed_forward = ActorCriticPolicy(observation_space, action_space, lambda _: 1e-3)
+    with th.no_grad():
+        actions, log_prob, state = play_step(feed_forward, obs, None, starts)
+    assert state is None and actions.shape == log_prob.shape == (n_envs,)
+    observations = np.stack([obs.numpy()] * 2)
+    mask = np.array([[1, 1, 1], [1, 0, 0]], dtype=np.float32)
+    log_prob, entropy = evaluate_episodes(feed_forward, observations, np.stack([actions.numpy()] * 2), mask)
+    _, expected, expected_entropy = feed_forward.evaluate_actions(th.as_tensor(observations[0]), actions)
+    th.testing.assert_close(log_prob[0], expected)
+    th.testing.assert_close(entropy[1, :1], expected_entropy[:1])
+    assert (log_prob[1, 1:] == 0).all() and (entropy[1, 1:] == 0).all()
+    for policy_class in (MlpLstmPolicy, RecurrentActorCriticPolicy):
+        policy = policy_class(observation_space, action_space, lambda _: 1e-3, lstm_hidden_size=8)
+        with th.no_grad():
+            _, _, first = play_step(policy, obs, None, starts)
+            _, _, second = play_step(policy, obs, first, np.zeros(n_envs, dtype=np.float32))
+        assert isinstance(second, RNNStates) and not th.equal(first.pi[0], second.pi[0])
+        assert evaluate_episodes.dispatch(policy_class) is evaluate_recurrent_episodes
+
+
+def test_importing_reinforce_registers_the_recurrent_episode_functions():
+    """Importing the package (here through Reinforce) registers the recurrent versions, in a fresh interpreter."""
+    code = (
+        "from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy\n"
+        "from sb3_pcl.reinforce import Reinforce\n"
+        "from sb3_pcl.common.episode_policy import evaluate_episodes, play_step\n"
+        "for function in (evaluate_episodes, play_step):\n"
+        "    assert function.dispatch(RecurrentActorCriticPolicy).__module__ == 'sb3_pcl.common.recurrent.episodes'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_critic_lstm_refuses_detached_values():

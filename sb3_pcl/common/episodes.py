@@ -25,15 +25,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
-from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
 from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.dict_obs import ObsDict, as_obs_arrays, copy_obs, flat_rows, stack_obs
-from sb3_pcl.common.recurrent import initial_recurrent_states
+from sb3_pcl.common.episode_policy import play_step
 from sb3_pcl.common.validation import check, check_storable, is_int
 
 __all__ = [
@@ -398,9 +396,7 @@ def _play_pass(
         ``on_step`` aborted it
     """
     n_envs = env.num_envs
-    states: RNNStates | None = None
-    if isinstance(policy, RecurrentActorCriticPolicy):
-        states = initial_recurrent_states(policy, n_envs)
+    state: Any = None  # what the policy carries from one step to the next (a recurrent state)
     action_space = policy.action_space
     policy.set_training_mode(False)
 
@@ -419,11 +415,7 @@ def _play_pass(
     while alive.any() and len(masks) < max_steps:
         with th.no_grad():
             obs_tensor = obs_as_tensor(obs, policy.device)
-            if states is not None:
-                starts_tensor = th.as_tensor(episode_starts, dtype=th.float32, device=policy.device)
-                sampled, _, log_prob, states = policy(obs_tensor, states, starts_tensor)
-            else:
-                sampled, _, log_prob = policy(obs_tensor)
+            sampled, log_prob, state = play_step(policy, obs_tensor, state, episode_starts)
         sampled_actions = sampled.cpu().numpy()
         env_actions = to_env_actions(policy, action_space, sampled_actions)
         raw_new_obs, step_rewards, dones, infos = env.step(env_actions)
@@ -529,7 +521,8 @@ def collect_episode_batch(
     for floats) and refused when it is not finite there.
 
     :param env: a VecEnv, of any number of envs
-    :param policy: an SB3 ``ActorCriticPolicy`` or an sb3-contrib ``RecurrentActorCriticPolicy`` (e.g. ``MlpLstmPolicy``)
+    :param policy: an SB3 ``ActorCriticPolicy`` or an sb3-contrib ``RecurrentActorCriticPolicy`` (e.g. ``MlpLstmPolicy``):
+        each step is :func:`~sb3_pcl.common.episode_policy.play_step` for the policy's type
     :param num_samples: ``K``, episodes per start state
     :param max_steps: cap on the number of steps of each pass (the batch's padded length is at most this)
     :param base_seed: episode ``j`` is played from a reset with seed ``base_seed + j // K``

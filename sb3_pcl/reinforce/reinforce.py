@@ -8,7 +8,6 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
@@ -17,7 +16,7 @@ from stable_baselines3.common.utils import FloatSchedule, safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.actions import no_distribution_checks
-from sb3_pcl.common.dict_obs import map_obs
+from sb3_pcl.common.episode_policy import evaluate_episodes
 from sb3_pcl.common.episodes import (
     MAX_SEED,
     EpisodeBatch,
@@ -29,7 +28,6 @@ from sb3_pcl.common.episodes import (
     check_seeded_resets,
     collect_episode_batch,
 )
-from sb3_pcl.common.recurrent.episodes import evaluate_episodes
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.statistics import on_host
 from sb3_pcl.common.validation import (
@@ -366,25 +364,8 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         :param batch: the episodes
         :return: ``(T, N)`` log-probabilities and entropies (zero on masked steps)
         """
-        n_steps, n_envs = batch.mask.shape
-        discrete = isinstance(self.action_space, (spaces.Discrete, spaces.MultiDiscrete))
+        log_prob, entropy = evaluate_episodes(self.policy, batch.observations, batch.actions, batch.mask)
         mask = th.as_tensor(batch.mask, device=self.device) > 0
-        if isinstance(self.policy, RecurrentActorCriticPolicy):
-            log_prob, entropy = evaluate_episodes(self.policy, batch.observations, batch.actions)
-        else:
-            valid = batch.mask > 0
-            obs = map_obs(lambda value: th.as_tensor(value, device=self.device), batch.observations[valid])
-            actions = th.as_tensor(batch.actions[valid], device=self.device)
-            if isinstance(self.action_space, spaces.Discrete):
-                actions = actions.long().flatten()
-            elif discrete:
-                actions = actions.long()
-            _, valid_log_prob, valid_entropy = self.policy.evaluate_actions(obs, actions)  # type: ignore[arg-type]
-            log_prob = th.zeros((n_steps, n_envs), device=self.device)
-            entropy = th.zeros((n_steps, n_envs), device=self.device)
-            log_prob[mask] = valid_log_prob
-            if valid_entropy is not None:
-                entropy[mask] = valid_entropy
         zeros = th.zeros_like(log_prob)
         return th.where(mask, log_prob, zeros), th.where(mask, entropy, zeros)
 

@@ -6,15 +6,16 @@ PCL / UREX code), as sb3-contrib's ``common.recurrent`` package lays them out.
   :func:`initial_recurrent_states`
 - :mod:`~sb3_pcl.common.recurrent.encoding`: the previous-action input (:func:`action_input_dim`,
   :func:`encode_actions`)
-- :mod:`~sb3_pcl.common.recurrent.episodes`: :func:`evaluate_episodes`, episode batches (Reinforce, UREX) under a
-  recurrent policy
+- :mod:`~sb3_pcl.common.recurrent.episodes`: :func:`play_recurrent_step` and :func:`evaluate_recurrent_episodes`,
+  episode batches (Reinforce, UREX) under a recurrent policy, registered for the policy type in
+  :mod:`sb3_pcl.common.episode_policy` when this package is imported
 - :mod:`~sb3_pcl.common.recurrent.type_aliases`: :data:`LstmActionState`
 
 Every name stays importable from ``sb3_pcl.common.recurrent``, so models saved when this was a single module load.
 """
 
 from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
-from sb3_pcl.common.recurrent.episodes import evaluate_episodes
+from sb3_pcl.common.recurrent.episodes import evaluate_recurrent_episodes, play_recurrent_step
 from sb3_pcl.common.recurrent.policies import CnnLstmPolicy, FlatFeatures, MlpLstmPolicy, initial_recurrent_states
 from sb3_pcl.common.recurrent.type_aliases import LstmActionState
 
@@ -25,6 +26,7 @@ __all__ = [
     "MlpLstmPolicy",
     "action_input_dim",
     "encode_actions",
-    "evaluate_episodes",
+    "evaluate_recurrent_episodes",
     "initial_recurrent_states",
+    "play_recurrent_step",
 ]

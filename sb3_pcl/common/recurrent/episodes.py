@@ -1,17 +1,45 @@
-"""Evaluation of synchronised episode batches (Reinforce, UREX) under a recurrent policy."""
+"""
+Synchronised episode batches (Reinforce, UREX) under a recurrent policy: this module registers the recurrent versions
+of :func:`~sb3_pcl.common.episode_policy.play_step` and :func:`~sb3_pcl.common.episode_policy.evaluate_episodes`
+for sb3-contrib's ``RecurrentActorCriticPolicy`` and its subclasses (importing :mod:`sb3_pcl.common.recurrent` does).
+"""
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from stable_baselines3.common.type_aliases import PyTorchObs
 
+from sb3_pcl.common.episode_policy import evaluate_episodes, play_step
 from sb3_pcl.common.recurrent.policies import initial_recurrent_states
 
-__all__ = ["evaluate_episodes"]
+__all__ = ["evaluate_recurrent_episodes", "play_recurrent_step"]
 
 
-def evaluate_episodes(
-    policy: RecurrentActorCriticPolicy, observations: np.ndarray, actions: np.ndarray
+@play_step.register(RecurrentActorCriticPolicy)
+def play_recurrent_step(
+    policy: RecurrentActorCriticPolicy, obs: PyTorchObs, state: RNNStates | None, episode_starts: np.ndarray
+) -> tuple[th.Tensor, th.Tensor, RNNStates]:
+    """
+    Sample one action per env at one step of a pass, carrying the recurrent state.
+
+    :param policy: a recurrent policy
+    :param obs: the envs' observations, as tensors on the policy's device
+    :param state: the recurrent states returned by the previous step (``None`` at the first step: zero states)
+    :param episode_starts: ``(n_envs,)`` 1.0 where an env starts an episode at this step (its state is reset)
+    :return: the sampled actions, their log-probabilities, and the recurrent states for the next step
+    """
+    if state is None:
+        state = initial_recurrent_states(policy, len(episode_starts))
+    starts = th.as_tensor(episode_starts, dtype=th.float32, device=policy.device)
+    actions, _, log_prob, state = policy(obs, state, starts)
+    return actions, log_prob, state
+
+
+@evaluate_episodes.register(RecurrentActorCriticPolicy)
+def evaluate_recurrent_episodes(
+    policy: RecurrentActorCriticPolicy, observations: np.ndarray, actions: np.ndarray, mask: np.ndarray | None = None
 ) -> tuple[th.Tensor, th.Tensor]:
     """
     Log-probabilities and entropies of the actions of ``N`` episodes under a recurrent policy.
@@ -24,6 +52,7 @@ def evaluate_episodes(
     :param policy: an :class:`~sb3_pcl.common.recurrent.policies.MlpLstmPolicy` or another sb3-contrib recurrent policy
     :param observations: time-major observations ``(T, N, *obs_shape)``
     :param actions: time-major actions ``(T, N, *action_shape)``
+    :param mask: unused: every step is evaluated (the generic function's ``(T, N)`` mask of valid steps)
     :return: ``(T, N)`` log-probabilities and entropies of every step, the padded ones included
     """
     n_steps, n_envs = observations.shape[:2]
