@@ -1,30 +1,29 @@
 """
-Bounded memory and constant add cost of the path replay once it is full (issue #32).
+Bounded memory and constant add cost of the path replay once it is full.
 
-Each run keeps adding one-env transitions to a :class:`~sb3_pcl.common.path_buffer.PathReplayBuffer` for several times its
-size, in a fresh process, and records the process's resident memory (RSS) along the way and the adds per second once
-the buffer is full. Scenarios: episodes that end (``episodes``: every ``--episode-length`` steps; ``one_step``: every
-step, the most evictions) and ``never``: one episode that never ends, longer than the buffer (its oldest steps are
-dropped). SB3's ``ReplayBuffer`` (``sb3``) gives the reference cost of an add. The RSS must stay flat once the buffer is
-full, and the adds per second must not fall with the buffer size.
+Each run adds one-env transitions (CartPole-like: 4 float32 observations, 2 discrete actions) to a
+:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer` for several times its size in a fresh process, recording the
+process's resident memory (RSS) along the way and the adds per CPU second once the buffer is full. Scenarios:
+``episodes`` (episodes of ``--episode-length`` steps), ``one_step`` (every step ends one: the most evictions),
+``never`` (one episode longer than the buffer: its oldest steps are dropped) and ``sb3`` (SB3's ``ReplayBuffer``, the
+reference cost of an add). The RSS must stay flat once the buffer is full, and the adds per second must not fall with
+the buffer size.
 
     python -m benchmarks.buffer_memory                       # the default run (under 2 minutes on 2 cores)
     python -m benchmarks.buffer_memory --sizes 10000 100000 --scenarios never one_step --multiple 5
 
 Writes ``results.md`` (the table, with the command, machine and date) and ``buffer_memory.png`` to ``--out`` (default
-``benchmarks/results/replay``); ``--json FILE`` also saves the raw numbers. ``--baseline FILE`` adds the runs such a
-file holds (e.g. the same command run on an older commit) to the report, as a second table and dashed lines.
+``benchmarks/results/replay``); ``--json FILE`` also saves the raw numbers, and ``--baseline FILE`` reports such a file
+(e.g. the same command run on an older commit) alongside, as a second table and dashed lines.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import itertools
 import json
 import os
-import platform
 import resource
 import shlex
 import subprocess
@@ -35,74 +34,55 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.reporting import markdown_table
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "replay"
 SCENARIOS = ("episodes", "never", "one_step", "sb3")
 DEFAULT_SCENARIOS = ("episodes", "never", "sb3")
 DEFAULT_SIZES = (10_000, 100_000, 300_000)
 OBS_DIM = 4
-N_SAMPLES = 16
-"""RSS samples per run."""
-N_CHUNKS = 20
-"""Timed chunks of adds once the buffer is full."""
+#: RSS samples per run, and timed chunks of adds once the buffer is full
+N_SAMPLES, N_CHUNKS = 16, 20
 
 
 def rss_mib() -> float:
     """:return: the resident memory of this process in MiB (``/proc/self/statm``; the peak where it is missing)"""
     try:
-        resident_pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
-
-
-def make_buffer(scenario: str, size: int) -> Any:
-    """
-    :param scenario: one of :data:`SCENARIOS`
-    :param size: the buffer size in transitions
-    :return: the buffer that scenario fills (CartPole-like spaces: 4 float32 observations, 2 discrete actions)
-    """
-    from gymnasium import spaces
-
-    observation_space = spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float32)
-    action_space = spaces.Discrete(2)
-    if scenario == "sb3":
-        from stable_baselines3.common.buffers import ReplayBuffer
-
-        return ReplayBuffer(size, observation_space, action_space, device="cpu")
-    from sb3_pcl.common.path_buffer import PathReplayBuffer
-
-    return PathReplayBuffer(size, observation_space, action_space, device="cpu")
 
 
 def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dict[str, Any]:
     """
     Add ``multiple * size`` transitions in this process.
 
-    :param scenario: one of :data:`SCENARIOS`
-    :param size: the buffer size
-    :param multiple: how many times the buffer size to add
-    :param episode_length: the episodes' length in the ``episodes`` and ``sb3`` scenarios
-    :return: the RSS samples ``(adds, MiB)``, the RSS before the first add, the adds per second while filling and once
-        full (the median over :data:`N_CHUNKS` chunks of adds), in CPU time of this process (a load of other processes
-        on the machine does not count), and the transitions stored at the end
+    :return: the RSS samples ``(adds, MiB)``, the RSS before the first add, the adds per CPU second of this process
+        while filling and once full (the median over :data:`N_CHUNKS` chunks), and the transitions stored at the end
     """
-    buffer = make_buffer(scenario, size)
+    from gymnasium import spaces
+
+    observation_space, action_space = spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float32), spaces.Discrete(2)
+    if scenario == "sb3":
+        from stable_baselines3.common.buffers import ReplayBuffer
+
+        buffer = ReplayBuffer(size, observation_space, action_space, device="cpu")
+    else:
+        from sb3_pcl.common.path_buffer import PathReplayBuffer
+
+        buffer = PathReplayBuffer(size, observation_space, action_space, device="cpu")
     rng = np.random.default_rng(0)
     observations = rng.normal(size=(1024, 1, OBS_DIM)).astype(np.float32)
-    actions = rng.integers(0, 2, size=(1024, 1, 1))
-    rewards = rng.normal(size=(1024, 1))
+    actions, rewards = rng.integers(0, 2, size=(1024, 1, 1)), rng.normal(size=(1024, 1))
     ends = {"episodes": episode_length, "sb3": episode_length, "one_step": 1, "never": 0}[scenario]
     done, not_done = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)
-    infos: list[dict[str, Any]] = [{}]
     total = multiple * size
     checkpoints = set(np.linspace(0, total, N_SAMPLES + 1).astype(int).tolist()) | {size}
     marks = set(range(size, total, max(1, (total - size) // N_CHUNKS)))  # timing marks once full
-    samples: list[tuple[int, float]] = []
-    times: list[tuple[int, float]] = []
-    rss_before = rss_mib()
-    start = time.process_time()
+    samples, times = [], []
+    rss_before, start = rss_mib(), time.process_time()
     for i in range(total):
         if i in checkpoints:
             samples.append((i, rss_mib()))
@@ -110,10 +90,9 @@ def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dic
             times.append((i, time.process_time()))
         j = i % 1024
         ended = done if ends and (i + 1) % ends == 0 else not_done
-        buffer.add(observations[j], observations[j - 1], actions[j], rewards[j], ended, infos)
+        buffer.add(observations[j], observations[j - 1], actions[j], rewards[j], ended, [{}])
     times.append((total, time.process_time()))
     samples.append((total, rss_mib()))
-    rates = [(b[0] - a[0]) / (b[1] - a[1]) for a, b in itertools.pairwise(times)]
     return {
         "scenario": scenario,
         "buffer_size": size,
@@ -121,31 +100,27 @@ def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dic
         "rss_before_mib": rss_before,
         "rss_samples": samples,
         "adds_per_s_filling": size / (times[0][1] - start),
-        "adds_per_s_full": float(np.median(rates)),
+        "adds_per_s_full": float(np.median([(b[0] - a[0]) / (b[1] - a[1]) for a, b in itertools.pairwise(times)])),
         "stored_at_end": int(buffer.size()),
     }
 
 
 def run_in_subprocess(scenario: str, size: int, multiple: int, episode_length: int) -> dict[str, Any]:
     """:return: :func:`run_one` in a fresh Python process (its memory is the run's own), importing this checkout"""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    path = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     command = [sys.executable, "-m", "benchmarks.buffer_memory", "--worker", scenario, str(size), str(multiple)]
     command += ["--episode-length", str(episode_length)]
+    env = {**os.environ, "PYTHONPATH": path}
     output = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
 
 
 def summarize(run: dict[str, Any]) -> dict[str, Any]:
     """:return: the row of the table for a run: RSS once full and at the end, its growth, adds per second"""
-    size, samples = run["buffer_size"], run["rss_samples"]
-    full = [mib for adds, mib in samples if adds >= size]
-    last_third = [mib for adds, mib in samples if adds >= 2 * run["adds"] / 3]
+    full = [mib for adds, mib in run["rss_samples"] if adds >= run["buffer_size"]]
+    last_third = [mib for adds, mib in run["rss_samples"] if adds >= 2 * run["adds"] / 3]
     return {
-        "scenario": run["scenario"],
-        "buffer_size": size,
-        "adds": run["adds"],
-        "adds_per_s_filling": run["adds_per_s_filling"],
-        "adds_per_s_full": run["adds_per_s_full"],
+        **{key: run[key] for key in ("scenario", "buffer_size", "adds", "adds_per_s_filling", "adds_per_s_full")},
         "rss_full_mib": full[0],
         "rss_end_mib": full[-1],
         "rss_max_growth_mib": max(full) - full[0],
@@ -153,35 +128,32 @@ def summarize(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def table(runs: list[dict[str, Any]]) -> list[str]:
-    """:return: the markdown table of the runs"""
-    lines = [
-        "| scenario | buffer size | adds | adds/s filling | adds/s full | RSS when full (MiB) | RSS at the end (MiB) "
-        "| RSS growth after full (MiB) | RSS growth, last third (MiB) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for run in runs:
-        row = summarize(run)
-        lines.append(
-            f"| {row['scenario']} | {row['buffer_size']:,} | {row['adds']:,} | {row['adds_per_s_filling']:,.0f} | "
-            f"{row['adds_per_s_full']:,.0f} | {row['rss_full_mib']:.1f} | {row['rss_end_mib']:.1f} | "
-            f"{row['rss_max_growth_mib']:+.1f} | {row['rss_last_third_mib']:+.1f} |"
-        )
-    return lines
+def by_scenario(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """:return: per scenario, the summaries of its runs by buffer size"""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in map(summarize, runs):
+        groups.setdefault(row["scenario"], []).append(row)
+    return {scenario: sorted(rows, key=lambda row: row["buffer_size"]) for scenario, rows in groups.items()}
 
 
-def verdicts(runs: list[dict[str, Any]]) -> list[str]:
-    """:return: per scenario, the RSS growth once full and the adds/s of the largest buffer against the smallest"""
-    lines = []
-    for scenario in dict.fromkeys(run["scenario"] for run in runs):
-        rows = sorted((summarize(run) for run in runs if run["scenario"] == scenario), key=lambda row: row["buffer_size"])
-        growth = max(row["rss_max_growth_mib"] for row in rows)
-        last = max(row["rss_last_third_mib"] for row in rows)
-        ratio = rows[-1]["adds_per_s_full"] / rows[0]["adds_per_s_full"]
+def report_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """:return: the markdown table of the runs and, per scenario, the RSS growth and the adds/s of the largest buffer
+    against the smallest"""
+    header = ["scenario", "buffer size", "adds", "adds/s filling", "adds/s full", "RSS when full (MiB)"]
+    header += ["RSS at the end (MiB)", "RSS growth after full (MiB)", "RSS growth, last third (MiB)"]
+    rows = [
+        [r["scenario"], f"{r['buffer_size']:,}", f"{r['adds']:,}", f"{r['adds_per_s_filling']:,.0f}",
+         f"{r['adds_per_s_full']:,.0f}", f"{r['rss_full_mib']:.1f}", f"{r['rss_end_mib']:.1f}",
+         f"{r['rss_max_growth_mib']:+.1f}", f"{r['rss_last_third_mib']:+.1f}"]
+        for r in map(summarize, runs)
+    ]  # fmt: skip
+    lines = [*markdown_table(header, rows), ""]
+    for scenario, group in by_scenario(runs).items():
+        growth, last = max(r["rss_max_growth_mib"] for r in group), max(r["rss_last_third_mib"] for r in group)
         lines.append(
             f"- `{scenario}`: RSS grows by at most {growth:.1f} MiB once the buffer is full, {last:.1f} MiB in the last "
-            f"third of the run; adds/s of the {rows[-1]['buffer_size']:,} buffer / the {rows[0]['buffer_size']:,} one: "
-            f"{ratio:.2f}"
+            f"third of the run; adds/s of the {group[-1]['buffer_size']:,} buffer / the {group[0]['buffer_size']:,} "
+            f"one: {group[-1]['adds_per_s_full'] / group[0]['adds_per_s_full']:.2f}"
         )
     return lines
 
@@ -203,46 +175,23 @@ def plot(runs: list[dict[str, Any]], baseline: list[dict[str, Any]], baseline_la
             colors.setdefault(key, line.get_color())
             if not label:
                 line.set_label(key)
-        for scenario in dict.fromkeys(run["scenario"] for run in group):
-            rows = sorted((summarize(run) for run in group if run["scenario"] == scenario), key=lambda row: row["buffer_size"])
-            sizes = [row["buffer_size"] for row in rows]
-            speeds = [row["adds_per_s_full"] for row in rows]
+        for scenario, rows in by_scenario(group).items():
+            sizes, speeds = [r["buffer_size"] for r in rows], [r["adds_per_s_full"] for r in rows]
             name = f"{scenario} ({label})" if label else scenario
-            right.plot(sizes, speeds, style, marker="o", label=name, color=colors.get(scenario))
-            colors.setdefault(scenario, right.get_lines()[-1].get_color())
+            line = right.plot(sizes, speeds, style, marker="o", label=name, color=colors.get(scenario))[0]
+            colors.setdefault(scenario, line.get_color())
     left.axvline(1.0, color="grey", linewidth=0.8)
     left.set(xlabel="transitions added / buffer size", ylabel="RSS (MiB)", title="Resident memory (dashed: baseline)")
-    left.legend(fontsize=7)
     right.set(xscale="log", yscale="log", xlabel="buffer size", ylabel="adds/s once full", title="Cost of an add")
-    right.legend(fontsize=7)
+    for axis in (left, right):
+        axis.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def machine() -> str:
-    """:return: CPU model, cores, Python and NumPy versions, git revision of this checkout"""
-    cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError, StopIteration):
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
-    git = ["git", "-C", str(REPO_ROOT)]
-    try:
-        revision = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
-        revision = revision.strip() + ("+dirty" if dirty.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        revision = "unknown"
-    return (
-        f"{cpu}, {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
-        f"NumPy {np.__version__}, git {revision}"
-    )
-
-
 def write_report(result: dict[str, Any], baseline: dict[str, Any] | None, out: Path) -> None:
     """Write ``results.md`` and ``buffer_memory.png`` from the runs of ``result`` (and ``baseline``)."""
-    baseline_runs = baseline["runs"] if baseline else []
-    baseline_label = f"baseline, git {baseline['git']}" if baseline else ""
     lines = [
         "# Replay buffer: memory and add cost once full",
         "",
@@ -255,36 +204,26 @@ def write_report(result: dict[str, Any], baseline: dict[str, Any] | None, out: P
         f"filling and once the buffer is full (the median over {N_CHUNKS} timed chunks of adds). RSS: the process's "
         "resident memory (about 245 MiB of it is the imported libraries, PyTorch included). RSS growth after full: "
         "its largest rise over its value when the buffer first became full; last third: the same over the last third "
-        "of the run, once the bookkeeping of the paths (index rows of removed paths until a compaction, dict tables) "
-        "has reached its working size.",
+        "of the run, once the bookkeeping of the paths has reached its working size.",
         "",
         f"- Command: `{result['command']}`",
         f"- Machine: {result['machine']}",
         f"- Date: {result['date']}",
         "",
-        *table(result["runs"]),
-        "",
-        *verdicts(result["runs"]),
+        *report_lines(result["runs"]),
     ]
     if baseline:
-        lines += [
-            "",
-            f"## Baseline: git {baseline['git']} ({baseline['date']})",
-            "",
-            f"- Command: `{baseline['command']}`",
-            f"- Machine: {baseline['machine']}",
-            "",
-            *table(baseline_runs),
-            "",
-            *verdicts(baseline_runs),
-        ]
+        lines += ["", f"## Baseline: git {baseline['git']} ({baseline['date']})", ""]
+        lines += [f"- Command: `{baseline['command']}`", f"- Machine: {baseline['machine']}", ""]
+        lines += report_lines(baseline["runs"])
     lines += ["", "![RSS and adds/s](buffer_memory.png)", ""]
     (out / "results.md").write_text("\n".join(lines))
-    plot(result["runs"], baseline_runs, baseline_label, out / "buffer_memory.png")
+    label = f"baseline, git {baseline['git']}" if baseline else ""
+    plot(result["runs"], baseline["runs"] if baseline else [], label, out / "buffer_memory.png")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="buffer sizes")
     parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(DEFAULT_SCENARIOS))
     parser.add_argument("--multiple", type=int, default=3, help="add this many times the buffer size (default 3)")
@@ -300,30 +239,28 @@ def main(argv: list[str] | None = None) -> int:
         scenario, size, multiple = args.worker
         print(json.dumps(run_one(scenario, int(size), int(multiple), args.episode_length)))
         return 0
+    from benchmarks.harness import machine_info
+
+    info = machine_info()
     result: dict[str, Any] = {
         "command": shlex.join(["python", "-m", "benchmarks.buffer_memory", *(sys.argv[1:] if argv is None else argv)]),
-        "machine": machine(),
-        "git": machine().rsplit("git ", 1)[-1],
+        "machine": f"{info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, "
+        f"NumPy {info['numpy']}, git {info['git']}",
+        "git": info["git"],
         "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
         "episode_length": args.episode_length,
         "runs": [],
     }
     for scenario in args.scenarios:
         for size in args.sizes:
-            run = run_in_subprocess(scenario, size, args.multiple, args.episode_length)
-            result["runs"].append(run)
-            row = summarize(run)
-            print(
-                f"{scenario:>9} {size:>9,}: {row['adds_per_s_full']:>9,.0f} adds/s full, RSS {row['rss_full_mib']:.1f} -> "
-                f"{row['rss_end_mib']:.1f} MiB",
-                flush=True,
-            )
+            result["runs"].append(run_in_subprocess(scenario, size, args.multiple, args.episode_length))
+            row = summarize(result["runs"][-1])
+            print(f"{scenario:>9} {size:>9,}: {row['adds_per_s_full']:>9,.0f} adds/s full, RSS {row['rss_full_mib']:.1f} -> "
+                  f"{row['rss_end_mib']:.1f} MiB", flush=True)  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
-    baseline = json.loads(args.baseline.read_text()) if args.baseline else None
-    write_report(result, baseline, args.out)
-    print("\n".join(verdicts(result["runs"])))
+    write_report(result, json.loads(args.baseline.read_text()) if args.baseline else None, args.out)
     print(f"wrote {args.out / 'results.md'}")
     return 0
 
