@@ -1,13 +1,12 @@
 """
-Do demonstrations from a Minari dataset speed up PCL? (issue #33)
+Do demonstrations from a Minari dataset speed up PCL?
 
-A teacher PCL agent is trained on CartPole-v1 (:data:`PCL_SETTINGS`: the ``hyperparams/pcl.yml`` entry when the
-results were made) until its evaluation reaches the threshold, and plays ``--n-demos`` deterministic episodes, written
-as a local Minari dataset (:func:`sb3_pcl.common.minari_io.record_minari_dataset`). Then, for each seed, a fresh PCL
-learns with the same settings and budget, once without demonstrations and once with the dataset loaded by
-``add_demonstrations`` (seeded paths: never evicted, sampled with the top priority). Every learner is evaluated at
-step 0 and every ``--eval-freq`` steps on ``--eval-episodes`` deterministic episodes of a separate env seeded
-``seed + 1000``.
+A teacher PCL (:data:`PCL_SETTINGS`) learns CartPole-v1 until its evaluation reaches the threshold and plays
+``--n-demos`` deterministic episodes, written as a local Minari dataset
+(:func:`sb3_pcl.common.minari_io.record_minari_dataset`). Then, for each seed, a fresh PCL learns with the same settings
+and budget, once without demonstrations and once with the dataset loaded by ``add_demonstrations``. Every learner is
+evaluated at step 0 and every ``--eval-freq`` steps on ``--eval-episodes`` deterministic episodes of a separate env
+seeded ``seed + 1000``.
 
     nice -n 10 python -m benchmarks.demonstrations                 # the committed run (about 10 CPU minutes)
     python -m benchmarks.demonstrations --seeds 0 --steps 2000 --eval-freq 1000 --teacher-steps 2000 --out /tmp/demo
@@ -22,7 +21,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import csv
 import datetime
 import multiprocessing
 import os
@@ -34,26 +32,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from benchmarks.harness import _git_revision
+import pandas as pd
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "demonstrations"
-ENV_ID = "CartPole-v1"
-THRESHOLD = 475.0
+ENV_ID, THRESHOLD = "CartPole-v1", 475.0
 DATASET_ID = "sb3_pcl/cartpole-pcl-teacher-v0"
-CONDITIONS = ("none", "minari")
-"""learner conditions: no demonstrations, the teacher's Minari dataset"""
-#: reset seed of the teacher's recorded episodes (the learners' evaluation envs use seed + 1000)
+#: learner conditions: no demonstrations, the teacher's Minari dataset
+CONDITIONS = {"none": "no demonstrations", "minari": "Minari demonstrations"}
+#: reset seed of the teacher's recorded episodes (the evaluation envs use seed + 1000)
 RECORD_SEED = 2000
-
-
-#: the PCL settings of the teacher and the learners: the CartPole-v1 entry of hyperparams/pcl.yml when the results were
-#: made (one env, no normalisation; the shipped entry has since moved to 8 envs, see benchmarks/results/speed)
+#: the settings of the teacher and the learners: the CartPole-v1 entry of hyperparams/pcl.yml when the results were made
+#: (one env, no normalisation; the shipped entry has since moved to 8 envs, see benchmarks/results/speed)
 PCL_SETTINGS: dict[str, Any] = {"policy": "MlpPolicy", "buffer_size": 20000, "train_freq": 8, "learning_rate": "lin_0.001"}
 
 
-def make_model(seed: int, verbose: int = 0) -> Any:
+def make_model(seed: int) -> Any:
     """:return: a fresh PCL with :data:`PCL_SETTINGS` on a one-env CartPole-v1, seeded"""
     import torch
     from stable_baselines3.common.env_util import make_vec_env
@@ -63,35 +57,29 @@ def make_model(seed: int, verbose: int = 0) -> Any:
 
     torch.set_num_threads(1)
     entry = dict(PCL_SETTINGS)
-    policy = entry.pop("policy")
-    if "learning_rate" in entry:
-        entry["learning_rate"] = parse_schedule("learning_rate", entry["learning_rate"])
-    return PCL(policy, make_vec_env(ENV_ID, n_envs=1, seed=seed), seed=seed, verbose=verbose, **entry)
+    policy, entry["learning_rate"] = entry.pop("policy"), parse_schedule("learning_rate", entry["learning_rate"])
+    return PCL(policy, make_vec_env(ENV_ID, n_envs=1, seed=seed), seed=seed, **entry)
 
 
-def evaluate(model: Any, env: Any, n_episodes: int) -> tuple[float, float]:
-    """:return: mean and std of the returns of ``n_episodes`` deterministic episodes"""
-    from stable_baselines3.common.evaluation import evaluate_policy
-
-    mean, std = evaluate_policy(model, env, n_eval_episodes=n_episodes, deterministic=True, warn=False)
-    return float(mean), float(std)
-
-
-def learn_with_evaluations(model: Any, steps: int, eval_freq: int, eval_episodes: int, eval_seed: int, stop_at: float | None):
+def learn_with_evaluations(
+    model: Any, steps: int, eval_freq: int, eval_episodes: int, eval_seed: int, stop_at: float | None
+) -> list[tuple[int, float, float, float]]:
     """
-    :param model: the model to train
-    :param steps: budget in env steps
-    :param eval_freq: evaluate every this many steps (and at step 0)
-    :param eval_episodes: deterministic episodes per evaluation
     :param eval_seed: seed of the evaluation env (reset once: the evaluations go on with its episodes)
     :param stop_at: stop at the first evaluation after step 0 reaching this mean return (``None``: never)
-    :return: the evaluations ``(timesteps, mean, std, training seconds)``
+    :return: the evaluations (at step 0 and every ``eval_freq`` steps): ``(timesteps, mean, std, training CPU seconds)``
     """
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
 
     eval_env = make_vec_env(ENV_ID, n_envs=1, seed=eval_seed)
-    rows = [(0, *evaluate(model, eval_env, eval_episodes), 0.0)]
+
+    def evaluate(agent: Any) -> tuple[float, float]:
+        mean, std = evaluate_policy(agent, eval_env, n_eval_episodes=eval_episodes, deterministic=True, warn=False)
+        return float(mean), float(std)
+
+    rows = [(0, *evaluate(model), 0.0)]
     clock = {"train": 0.0, "since": time.process_time()}
 
     class Evaluations(BaseCallback):
@@ -99,7 +87,7 @@ def learn_with_evaluations(model: Any, steps: int, eval_freq: int, eval_episodes
             if self.num_timesteps % eval_freq != 0:
                 return True
             clock["train"] += time.process_time() - clock["since"]
-            rows.append((self.num_timesteps, *evaluate(self.model, eval_env, eval_episodes), clock["train"]))
+            rows.append((self.num_timesteps, *evaluate(self.model), clock["train"]))
             clock["since"] = time.process_time()
             return stop_at is None or rows[-1][1] < stop_at
 
@@ -128,15 +116,12 @@ def train_teacher(args: argparse.Namespace, dataset_dir: str) -> dict[str, Any]:
         code_permalink="benchmarks/demonstrations.py",
         datasets_path=dataset_dir,
     )
-    returns = [float(np.sum(episode.rewards)) for episode in dataset.iterate_episodes()]
     return {
         "steps": int(teacher.num_timesteps),
         "evaluation": rows[-1][1],
-        "reached": rows[-1][1] >= THRESHOLD,
         "dataset": str(Path(dataset_dir) / DATASET_ID),
-        "episodes": len(returns),
+        "returns": [float(np.sum(episode.rewards)) for episode in dataset.iterate_episodes()],
         "transitions": int(dataset.total_steps),
-        "returns": returns,
         "cpu_s": time.process_time() - start,
     }
 
@@ -149,72 +134,35 @@ def run_learner(job: tuple[str, int, str | None, int, int, int]) -> list[dict[st
     if dataset is not None:
         model.add_demonstrations(dataset)
     rows = learn_with_evaluations(model, steps, eval_freq, eval_episodes, seed + 1000, stop_at=None)
-    cpu = time.process_time() - start
+    cpu = round(time.process_time() - start, 2)
     return [
-        {
-            "condition": condition,
-            "seed": seed,
-            "timesteps": t,
-            "mean_return": mean,
-            "std_return": std,
-            "train_cpu_s": round(train, 2),
-            "run_cpu_s": round(cpu, 2),
-        }
+        {"condition": condition, "seed": seed, "timesteps": t, "mean_return": mean, "std_return": std,
+         "train_cpu_s": round(train, 2), "run_cpu_s": cpu}
         for t, mean, std, train in rows
-    ]
+    ]  # fmt: skip
 
 
-def steps_to(rows: list[dict[str, Any]], threshold: float) -> int | None:
-    """:return: the first evaluation after step 0 reaching ``threshold`` (``None``: never)"""
-    return next((row["timesteps"] for row in rows if row["timesteps"] > 0 and row["mean_return"] >= threshold), None)
-
-
-def machine() -> str:
-    import platform
-
-    cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError, StopIteration):
-        cpu = next(
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        )
-    import minari
-    import torch
-
-    return (
-        f"{cpu}, {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
-        f"torch {torch.__version__}, minari {minari.__version__}"
-    )
-
-
-def fmt_steps(steps: int | None) -> str:
-    return "never" if steps is None else f"{steps / 1000:g}k"
-
-
-def write_report(
-    args: argparse.Namespace, teacher: dict[str, Any], rows: list[dict[str, Any]], out: Path, wall: float
-) -> None:
+def write_report(args: argparse.Namespace, teacher: dict[str, Any], frame: pd.DataFrame, out: Path, wall: float) -> None:
     """Write ``evaluations.csv``, ``demonstrations.png`` and ``results.md`` to ``out``."""
+    from benchmarks.harness import machine_info
+
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "evaluations.csv", "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    frame.to_csv(out / "evaluations.csv", index=False)
+    plot(args, frame, out / "demonstrations.png")
+    trained = frame[frame["timesteps"] > 0]
+    reached = trained[trained["mean_return"] >= THRESHOLD].groupby(["condition", "seed"])["timesteps"].first()
+    finals = frame.groupby(["condition", "seed"])["mean_return"].last()
+    areas = trained.groupby(["condition", "seed"])["mean_return"].mean()
+    info = machine_info()
+    import minari
 
-    runs = {(c, s): [r for r in rows if r["condition"] == c and r["seed"] == s] for c in CONDITIONS for s in args.seeds}
-    finals = {key: run[-1]["mean_return"] for key, run in runs.items()}
-    reached = {key: steps_to(run, THRESHOLD) for key, run in runs.items()}
-    areas = {key: float(np.mean([r["mean_return"] for r in run if r["timesteps"] > 0])) for key, run in runs.items()}
-    plot(args, runs, out / "demonstrations.png")
-
-    labels = {"none": "no demonstrations", "minari": f"{teacher['episodes']} demonstrations (Minari dataset)"}
+    n_demos = len(teacher["returns"])
     lines = [
         "# Demonstrations from a Minari dataset: PCL on CartPole-v1",
         "",
         f"A teacher PCL (seed {args.teacher_seed}) learned until its evaluation reached {THRESHOLD:g} "
-        f"({'reached' if teacher['reached'] else 'NOT reached'}: {teacher['evaluation']:.1f} after "
-        f"{teacher['steps']} steps) and played {teacher['episodes']} deterministic episodes (returns "
+        f"({'reached' if teacher['evaluation'] >= THRESHOLD else 'NOT reached'}: {teacher['evaluation']:.1f} after "
+        f"{teacher['steps']} steps) and played {n_demos} deterministic episodes (returns "
         f"{', '.join(f'{value:g}' for value in teacher['returns'])}; {teacher['transitions']} transitions), written as "
         f"the local Minari dataset `{DATASET_ID}` with `record_minari_dataset`. Fresh PCL learners (the 1-env "
         f"`hyperparams/pcl.yml` [{ENV_ID}] entry, its learning rate decaying over each run's {args.steps} steps) "
@@ -226,10 +174,11 @@ def write_report(
         f"- Command: `{args.command}`",
         f"- Seeds: {', '.join(map(str, args.seeds))}; steps: {args.steps} per learner; teacher budget: "
         f"{args.teacher_steps} steps",
-        f"- Machine: {machine()}, git {_git_revision()}",
+        f"- Machine: {info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, torch "
+        f"{info['torch']}, minari {minari.__version__}, git {info['git']}",
         f"- Date: {datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()}; wall time "
         f"{wall / 60:.1f} min with {args.workers} worker process(es); CPU: teacher {teacher['cpu_s'] / 60:.1f} min, "
-        f"learners {sum(run[-1]['run_cpu_s'] for run in runs.values()) / 60:.1f} min",
+        f"learners {frame.groupby(['condition', 'seed'])['run_cpu_s'].last().sum() / 60:.1f} min",
         "",
         f"Final: the last evaluation ({args.steps} steps). To {THRESHOLD:g}: the first evaluation after step 0 reaching "
         "it. Mean evaluation: the mean of every evaluation after step 0 (the area under the curve, per evaluation).",
@@ -237,35 +186,30 @@ def write_report(
         "| Learner | Final per seed | Final mean | To 475 per seed | Reached | Mean evaluation per seed | Mean evaluation |",
         "|---|---|---:|---|---:|---|---:|",
     ]
-    for condition in CONDITIONS:
+    labels = {"none": "no demonstrations", "minari": f"{n_demos} demonstrations (Minari dataset)"}
+    for condition, label in labels.items():
         keys = [(condition, seed) for seed in args.seeds]
-        n_reached = sum(reached[key] is not None for key in keys)
+        to_475 = [f"{reached[key] / 1000:g}k" if key in reached else "never" for key in keys]
         lines.append(
-            f"| {labels[condition]} | {' / '.join(f'{finals[key]:.1f}' for key in keys)} | "
-            f"{np.mean([finals[key] for key in keys]):.1f} | {' / '.join(fmt_steps(reached[key]) for key in keys)} | "
-            f"{n_reached}/{len(keys)} | {' / '.join(f'{areas[key]:.1f}' for key in keys)} | "
-            f"{np.mean([areas[key] for key in keys]):.1f} |"
+            f"| {label} | {' / '.join(f'{finals[key]:.1f}' for key in keys)} | {finals[condition].mean():.1f} | "
+            f"{' / '.join(to_475)} | {sum(key in reached for key in keys)}/{len(keys)} | "
+            f"{' / '.join(f'{areas[key]:.1f}' for key in keys)} | {areas[condition].mean():.1f} |"
         )
     lines += ["", "![Evaluations of the learners](demonstrations.png)", ""]
     (out / "results.md").write_text("\n".join(lines))
 
 
-def plot(args: argparse.Namespace, runs: dict[tuple[str, int], list[dict[str, Any]]], path: Path) -> None:
+def plot(args: argparse.Namespace, frame: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(7, 4.2))
-    colors = {"none": "tab:gray", "minari": "tab:blue"}
-    names = {"none": "no demonstrations", "minari": "Minari demonstrations"}
-    for condition in CONDITIONS:
-        curves = [runs[(condition, seed)] for seed in args.seeds]
-        steps = np.array([row["timesteps"] for row in curves[0]])
-        values = np.array([[row["mean_return"] for row in run] for run in curves])
-        for run in values:
-            axis.plot(steps, run, color=colors[condition], alpha=0.3, linewidth=0.8)
-        axis.plot(steps, values.mean(axis=0), color=colors[condition], linewidth=2, label=f"{names[condition]} (mean)")
+    for (condition, name), color in zip(CONDITIONS.items(), ("tab:gray", "tab:blue"), strict=True):
+        curves = frame[frame["condition"] == condition].pivot(index="timesteps", columns="seed", values="mean_return")
+        axis.plot(curves.index, curves.to_numpy(), color=color, alpha=0.3, linewidth=0.8)
+        axis.plot(curves.index, curves.mean(axis=1), color=color, linewidth=2, label=f"{name} (mean)")
     axis.axhline(THRESHOLD, color="black", linestyle="--", linewidth=0.8)
     axis.set_xlabel("env steps")
     axis.set_ylabel(f"evaluation return ({args.eval_episodes} episodes)")
@@ -289,7 +233,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dataset-dir", type=Path, help="keep the Minari dataset in this folder (default: temporary)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    if args.steps % args.eval_freq or args.eval_freq < 1:
+    if args.eval_freq < 1 or args.steps % args.eval_freq:
         parser.error("--steps must be a multiple of --eval-freq")
     args.command = shlex.join(["python", "-m", "benchmarks.demonstrations", *(sys.argv[1:] if argv is None else argv)])
     return args
@@ -300,28 +244,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     start = time.time()
     with tempfile.TemporaryDirectory() as temporary:
-        dataset_dir = str(args.dataset_dir) if args.dataset_dir is not None else temporary
-        teacher = train_teacher(args, dataset_dir)
+        teacher = train_teacher(args, str(args.dataset_dir) if args.dataset_dir is not None else temporary)
         print(f"teacher: {teacher['steps']} steps, evaluation {teacher['evaluation']:.1f}, dataset {teacher['dataset']}")
-        budget = (args.steps, args.eval_freq, args.eval_episodes)
         jobs = [
-            (condition, seed, teacher["dataset"] if condition == "minari" else None, *budget)
+            (condition, seed, teacher["dataset"] if condition == "minari" else None, args.steps, args.eval_freq,
+             args.eval_episodes)
             for seed in args.seeds
             for condition in CONDITIONS
-        ]
+        ]  # fmt: skip
+        spawn = multiprocessing.get_context("spawn")
+        pool = concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=spawn) if args.workers > 1 else None
         rows: list[dict[str, Any]] = []
-        if args.workers <= 1:
-            for job in jobs:
-                rows += run_learner(job)
-                print(f"{job[0]} seed {job[1]}: final {rows[-1]['mean_return']:.1f}", flush=True)
-        else:
-            context = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=context) as pool:
-                for job, result in zip(jobs, pool.map(run_learner, jobs), strict=True):
-                    rows += result
-                    print(f"{job[0]} seed {job[1]}: final {result[-1]['mean_return']:.1f}", flush=True)
-    rows.sort(key=lambda row: (CONDITIONS.index(row["condition"]), row["seed"], row["timesteps"]))
-    write_report(args, teacher, rows, args.out, time.time() - start)
+        with pool or contextlib.nullcontext():
+            for job, result in zip(jobs, (pool.map if pool else map)(run_learner, jobs), strict=True):
+                rows += result
+                print(f"{job[0]} seed {job[1]}: final {result[-1]['mean_return']:.1f}", flush=True)
+    order = {condition: index for index, condition in enumerate(CONDITIONS)}
+    frame = pd.DataFrame(rows).sort_values(
+        ["condition", "seed", "timesteps"], key=lambda column: column.map(order) if column.name == "condition" else column
+    )
+    write_report(args, teacher, frame.reset_index(drop=True), args.out, time.time() - start)
     print(f"wrote {args.out / 'results.md'}")
     return 0
 

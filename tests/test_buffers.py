@@ -15,6 +15,7 @@ from sb3_pcl import PCL
 from sb3_pcl.common import buffers as buffers_module
 from sb3_pcl.common.demonstrations import save_episodes
 from sb3_pcl.common.path_buffer import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathIndex, PathReplayBuffer
+from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
 ACT_SPACE = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
@@ -288,7 +289,6 @@ def test_reset_empties_the_buffer_and_keeps_every_setting():
         "priority": "return",
         "eviction": "rank",
         "max_segment_length": 7,
-        "replay_from_start": True,
         "distinct_paths": True,
     }
     buffer = make_buffer(100, **settings)
@@ -460,8 +460,8 @@ def assert_same_batch(got: PathBatch | None, expected: PathBatch | None) -> None
     np.testing.assert_array_equal(got.path_ids, expected.path_ids)
     for name in ("observations", "actions", "rewards", "mask", "final_observations", "terminated", "at_path_start"):
         np.testing.assert_array_equal(getattr(got, name).numpy(), getattr(expected, name).numpy(), err_msg=name)
-    assert (got.history is None) == (expected.history is None)
-    if got.history is not None and expected.history is not None:
+    assert type(got) is type(expected)
+    if isinstance(got, RecurrentPathBatch) and isinstance(expected, RecurrentPathBatch):
         for name in ("observations", "actions", "offsets"):
             np.testing.assert_array_equal(getattr(got.history, name).numpy(), getattr(expected.history, name).numpy())
 
@@ -540,18 +540,16 @@ def test_vectorised_queries_and_eviction_match_the_per_path_loops(scenario, evic
     """A random stream of adds (truncations, seeded paths, evictions): same paths, queries and samples as the loops."""
     n_envs = 3
     if scenario == "short_paths":  # many short paths, evicted whole (the index is compacted several times)
-        size, p_end, max_segment_length, replay_from_start = 40, 0.35, None, False
+        size, p_end, max_segment_length = 40, 0.35, None
+        buffer_class, reference_class = PathReplayBuffer, ReferenceEvictionBuffer
     else:  # episodes longer than the buffer: running paths lose their oldest steps, some paths become empty
-        size, p_end, max_segment_length, replay_from_start = 12, 0.04, 4, True
-    kwargs = {
-        "alpha": 0.7,
-        "priority": priority,
-        "eviction": eviction,
-        "max_segment_length": max_segment_length,
-        "replay_from_start": replay_from_start,
-    }
-    buffer = make_buffer(size, n_envs=n_envs, **kwargs)
-    reference = ReferenceEvictionBuffer(size, OBS_SPACE, ACT_SPACE, device="cpu", n_envs=n_envs, **kwargs)
+        size, p_end, max_segment_length = 12, 0.04, 4
+        # batches with path histories: their paths' first stored steps move as heads are dropped
+        buffer_class = RecurrentPathReplayBuffer
+        reference_class = type("RecurrentReference", (ReferenceEvictionBuffer, RecurrentPathReplayBuffer), {})
+    kwargs = {"alpha": 0.7, "priority": priority, "eviction": eviction, "max_segment_length": max_segment_length}
+    buffer = buffer_class(size, OBS_SPACE, ACT_SPACE, device="cpu", n_envs=n_envs, **kwargs)
+    reference = reference_class(size, OBS_SPACE, ACT_SPACE, device="cpu", n_envs=n_envs, **kwargs)
     rng = np.random.default_rng(
         [scenario == "short_paths", EVICTION_STRATEGIES.index(eviction), PRIORITY_MODES.index(priority)]
     )
@@ -922,7 +920,7 @@ def assert_same_samples(buffer: PathReplayBuffer, restored: PathReplayBuffer) ->
 
 @pytest.mark.parametrize("eviction", EVICTION_STRATEGIES)
 def test_npz_round_trip_samples_and_continues_exactly(tmp_path, eviction):
-    settings = {"alpha": 0.5, "priority": "return", "eviction": eviction, "max_segment_length": 3, "replay_from_start": True}
+    settings = {"alpha": 0.5, "priority": "return", "eviction": eviction, "max_segment_length": 3}
     rng = np.random.default_rng(0)
     buffer = make_buffer(30, n_envs=2, **settings)
     buffer.add_path(rng.normal(size=(4, 2)), rng.normal(size=(3, 1)), rng.normal(size=3), seed=True)
@@ -1070,6 +1068,27 @@ def metadata_with(source, **changes) -> np.ndarray:
         metadata = json.loads(data["metadata"].tobytes())
     metadata.update(changes)
     return np.frombuffer(json.dumps(metadata).encode(), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("buffer_class", [PathReplayBuffer, RecurrentPathReplayBuffer])
+@pytest.mark.parametrize("replay_from_start", [False, True])
+def test_files_with_the_retired_replay_from_start_setting_load(tmp_path, trained_pcl, buffer_class, replay_from_start):
+    """Earlier versions recorded ``replay_from_start`` in the settings: read and ignored, the loading class decides."""
+    good = tmp_path / "good.npz"
+    trained_pcl.save_replay_buffer(good)
+    with np.load(good, allow_pickle=False) as data:
+        settings = json.loads(data["metadata"].tobytes())["settings"]
+    assert "replay_from_start" not in settings
+    old = tmp_path / "old.npz"
+    rewrite(good, old, metadata=metadata_with(good, settings={**settings, "replay_from_start": replay_from_start}))
+    restored = buffer_class.load_npz(old, trained_pcl.observation_space, trained_pcl.action_space, device="cpu")
+    assert type(restored) is buffer_class and not hasattr(restored, "replay_from_start")
+    assert_same_paths(restored, trained_pcl.replay_buffer)
+    np.random.seed(0)
+    batch = restored.sample(4)
+    assert isinstance(batch, RecurrentPathBatch) == (buffer_class is RecurrentPathReplayBuffer)
+    np.random.seed(0)
+    np.testing.assert_array_equal(batch.path_ids, trained_pcl.replay_buffer.sample(4).path_ids)
 
 
 def test_load_replay_buffer_refuses_malformed_files(tmp_path, trained_pcl):

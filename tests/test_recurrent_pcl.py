@@ -8,6 +8,7 @@ several envs, several episodes per env) are reproduced by the training code's re
 """
 
 import base64
+import dataclasses
 import json
 import pickle
 import re
@@ -34,6 +35,7 @@ from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
 from sb3_pcl.common.consistency import path_consistency
 from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
 from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions
+from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 
 LSTM = {"lstm_hidden_size": 16}
 
@@ -117,13 +119,8 @@ def perturb(module: th.nn.Module, scale: float = 0.3, seed: int = 0) -> None:
 
 
 def test_buffer_history_holds_each_segment_path_from_its_start() -> None:
-    buffer = PathReplayBuffer(
-        100,
-        spaces.Box(-100, 100, (1,)),
-        spaces.Box(-100, 100, (1,)),
-        device="cpu",
-        max_segment_length=3,
-        replay_from_start=True,
+    buffer = RecurrentPathReplayBuffer(
+        100, spaces.Box(-100, 100, (1,)), spaces.Box(-100, 100, (1,)), device="cpu", max_segment_length=3
     )
     lengths = [7, 2, 5]
     for path_idx, length in enumerate(lengths):
@@ -131,8 +128,9 @@ def test_buffer_history_holds_each_segment_path_from_its_start() -> None:
         buffer.add_path(observations, -observations[:-1], np.ones(length), terminated=path_idx != 1)
     np.random.seed(0)
     batch = buffer.sample(40)
+    assert isinstance(batch, RecurrentPathBatch)
     history = batch.history
-    assert history is not None and history.observations.shape[0] == max(lengths) + 1
+    assert history.observations.shape[0] == max(lengths) + 1
     assert int(history.offsets.max()) > 0
     for col, path_id in enumerate(batch.path_ids):
         length = int(batch.mask[:, col].sum())
@@ -145,11 +143,9 @@ def test_buffer_history_holds_each_segment_path_from_its_start() -> None:
         np.testing.assert_array_equal(history.actions[:end, col, 0].numpy(), -(base + np.arange(end)))
         assert float(batch.observations[0, col, 0]) == base + offset
         assert float(batch.final_observations[col, 0]) == base + end
-    buffer.reset()
-    assert buffer.replay_from_start
     plain = PathReplayBuffer(100, spaces.Box(-1, 1, (1,)), spaces.Discrete(2), device="cpu")
     plain.add_path(np.zeros((3, 1)), np.zeros(2), np.ones(2))
-    assert plain.sample(2).history is None
+    assert type(plain.sample(2)) is PathBatch and not hasattr(plain.sample(2), "history")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -229,7 +225,7 @@ def check_batch_against_recording(
 
     :return: the number of segments that start inside their path (their state comes from the replayed prefix)
     """
-    assert batch.history is not None
+    assert isinstance(batch, RecurrentPathBatch)
     with th.no_grad():
         values, log_prob, final_values, _ = model._evaluate(policy, batch)
     buffer = model.replay_buffer
@@ -289,7 +285,7 @@ def test_replay_from_path_start_reproduces_collected_log_probs(
 
     assert recorder.state_gap < 1e-5, "the collection state is not the acting policy's step-by-step state"
     assert recorder.episode_ends >= 6 and len(model.replay_buffer.paths) >= 9  # several episodes in every env
-    assert isinstance(model.replay_buffer, PathReplayBuffer) and model.replay_buffer.replay_from_start
+    assert isinstance(model.replay_buffer, RecurrentPathReplayBuffer)
 
     np.random.seed(0)
     batch = model.replay_buffer.sample(64)
@@ -304,7 +300,7 @@ def test_replay_from_path_start_reproduces_collected_log_probs(
         zero_start, _, _ = acting.evaluate_sequence(batch.observations, batch.actions, th.zeros(batch.mask.shape))
         _, other_log_prob, _, _ = model._evaluate(other, batch)
         own_log_prob = model._evaluate(acting, batch)[1]
-    assert batch.history is not None
+    assert isinstance(batch, RecurrentPathBatch)
     mid_path = (batch.history.offsets > 0).unsqueeze(0) & (batch.mask > 0)
     assert (zero_start - own_log_prob)[mid_path].abs().max() > 1e-3
     assert (other_log_prob - own_log_prob)[batch.mask > 0].abs().max() > 1e-3
@@ -354,8 +350,8 @@ def test_mlp_pcl_stays_at_the_memoryless_bound() -> None:
 
 def target_log_probs_by_full_replay(policy: MlpLstmPolicy, batch: PathBatch) -> th.Tensor:
     """``log pi'`` of the segment steps from sb3-contrib's ``evaluate_actions`` over the whole path (independent code path)."""
+    assert isinstance(batch, RecurrentPathBatch)
     history = batch.history
-    assert history is not None
     with th.no_grad():
         full, _, _ = policy.evaluate_sequence(history.observations, history.actions, th.zeros(history.observations.shape[:2]))
     lengths = batch.mask.sum(0).long()
@@ -381,7 +377,7 @@ def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
     assert model.logger.name_to_value["train/kl_to_target"] >= 0.0
     perturb(model.policy_target, seed=1)
     batch = model.replay_buffer.sample(16)
-    assert batch.history is not None and int(batch.history.offsets.max()) > 0
+    assert isinstance(batch, RecurrentPathBatch) and int(batch.history.offsets.max()) > 0
     ent_coef = 0.01
     with th.no_grad():
         values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
@@ -442,6 +438,19 @@ def test_trust_pcl_lstm_target_values_and_sampling_from_target() -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+def zip_data(path: Path) -> dict[str, Any]:
+    """:return: the ``data`` entry (JSON) of a saved model"""
+    with zipfile.ZipFile(path) as saved:
+        return json.loads(saved.read("data"))
+
+
+def rewrite_zip_data(source: Path, target: Path, data: dict[str, Any]) -> None:
+    """Copy the saved model ``source`` to ``target`` with ``data`` as its ``data`` entry (as an earlier version saved it)."""
+    with zipfile.ZipFile(source) as new, zipfile.ZipFile(target, "w") as old:
+        for name in new.namelist():
+            old.writestr(name, json.dumps(data).encode() if name == "data" else new.read(name))
+
+
 def test_load_model_saved_with_the_single_module_policy_path(tmp_path: Path) -> None:
     # The policy class as SB3 serialised it when sb3_pcl.common.recurrent was one module (cloudpickle of the class
     # by reference: sb3_pcl.common.recurrent.MlpLstmPolicy); the package re-exports the name, so such zips load.
@@ -449,19 +458,29 @@ def test_load_model_saved_with_the_single_module_policy_path(tmp_path: Path) -> 
     assert pickle.loads(base64.b64decode(old_policy_class)) is MlpLstmPolicy
     model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
     model.save(tmp_path / "new.zip")
-    with zipfile.ZipFile(tmp_path / "new.zip") as new, zipfile.ZipFile(tmp_path / "old.zip", "w") as old:
-        for name in new.namelist():
-            content = new.read(name)
-            if name == "data":
-                data = json.loads(content)
-                assert data["policy_class"][":serialized:"] != old_policy_class  # saved under the new module path
-                data["policy_class"][":serialized:"] = old_policy_class
-                content = json.dumps(data).encode()
-            old.writestr(name, content)
+    data = zip_data(tmp_path / "new.zip")
+    assert data["policy_class"][":serialized:"] != old_policy_class  # saved under the new module path
+    data["policy_class"][":serialized:"] = old_policy_class
+    rewrite_zip_data(tmp_path / "new.zip", tmp_path / "old.zip", data)
     loaded = RecurrentPCL.load(tmp_path / "old.zip")
     assert type(loaded.policy) is MlpLstmPolicy
     for key, value in model.policy.state_dict().items():
         th.testing.assert_close(loaded.policy.state_dict()[key], value)
+
+
+def test_load_model_saved_with_the_retired_replay_from_start(tmp_path: Path) -> None:
+    """Earlier versions saved ``replay_buffer_class=PathReplayBuffer`` and ``replay_from_start`` in the kwargs."""
+    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
+    model.save(tmp_path / "new.zip")
+    data = zip_data(tmp_path / "new.zip")
+    data["replay_buffer_class"][":serialized:"] = base64.b64encode(pickle.dumps(PathReplayBuffer)).decode()
+    data["replay_buffer_kwargs"] = {**data["replay_buffer_kwargs"], "replay_from_start": True}
+    rewrite_zip_data(tmp_path / "new.zip", tmp_path / "old.zip", data)
+    loaded = RecurrentPCL.load(tmp_path / "old.zip", env=make_vec_env("CartPole-v1", n_envs=1, seed=0))
+    assert loaded.replay_buffer_class is RecurrentPathReplayBuffer and type(loaded.replay_buffer) is RecurrentPathReplayBuffer
+    assert "replay_from_start" not in loaded.replay_buffer_kwargs
+    loaded.learn(80)
+    assert isinstance(loaded.replay_buffer.sample(2), RecurrentPathBatch)
 
 
 def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:
@@ -508,7 +527,12 @@ def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:
     mlp.learn(60)
     mlp.save_replay_buffer(tmp_path / "buffer")
     loaded.load_replay_buffer(tmp_path / "buffer")
-    assert loaded.replay_buffer.replay_from_start and loaded.replay_buffer.sample(4).history is not None
+    assert type(loaded.replay_buffer) is RecurrentPathReplayBuffer
+    assert isinstance(loaded.replay_buffer.sample(4), RecurrentPathBatch)
+    # and the other way round
+    loaded.save_replay_buffer(tmp_path / "recurrent_buffer")
+    mlp.load_replay_buffer(tmp_path / "recurrent_buffer")
+    assert type(mlp.replay_buffer) is PathReplayBuffer and type(mlp.replay_buffer.sample(4)) is PathBatch
 
     # The collection state is not saved: it is rebuilt for the new envs (another number of them here).
     assert loaded._collection_state is None
@@ -522,7 +546,7 @@ def test_vec_normalize_history_is_normalized_like_the_batch() -> None:
     model = RecurrentPCL("MlpLstmPolicy", env, learning_starts=60, train_freq=8, seed=0, policy_kwargs=LSTM)
     model.learn(200)
     batch = model.replay_buffer.sample(8, env=model.get_vec_normalize_env())
-    assert batch.history is not None
+    assert isinstance(batch, RecurrentPathBatch)
     rows = batch.history.offsets.unsqueeze(0) + th.arange(batch.mask.shape[0]).unsqueeze(1)
     for col in range(batch.mask.shape[1]):
         length = int(batch.mask[:, col].sum())
@@ -576,6 +600,10 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+class PlainSubclass(PathReplayBuffer):
+    """A replay buffer subclass whose batches carry no path history."""
+
+
 @pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
 @pytest.mark.parametrize(
     "kwargs, match",
@@ -586,7 +614,8 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
             {"policy_step": "trust_region", "policy_step_kwargs": {"loss": "surrogate"}, "value_fit": "grad"},
             "policy_step='trust_region' is not supported by {}",
         ),
-        ({"replay_buffer_kwargs": {"replay_from_start": False}}, "replay_buffer_kwargs['replay_from_start'] must be True"),
+        ({"replay_buffer_kwargs": {"replay_from_start": True}}, "replay_buffer_kwargs ['replay_from_start']: no longer"),
+        ({"replay_buffer_class": PlainSubclass}, "replay_buffer_class must be a RecurrentPathReplayBuffer subclass"),
     ],
 )
 def test_unsupported_combinations_are_rejected(algo: type[RecurrentPCL], kwargs: dict[str, Any], match: str) -> None:
@@ -626,23 +655,24 @@ def test_recurrent_trust_pcl_takes_trust_pcl_defaults() -> None:
     assert (model.ent_coef, model.target_network_lag, model.max_divergence) == (0.0, 0.99, 0.001)
     assert model.tau == pytest.approx(0.01)  # SB3's meaning: 1 - target_network_lag
     assert (model.value_fit, model.policy_step) == ("joint", "gradient")
-    assert model.replay_buffer.replay_from_start
+    assert type(model.replay_buffer) is RecurrentPathReplayBuffer
 
 
 def test_batch_without_history_is_rejected() -> None:
     model = RecurrentPCL("MlpLstmPolicy", random_paths_env(1), learning_starts=20, gradient_steps=0, policy_kwargs=LSTM)
     model.learn(30)
-    batch = model.replay_buffer.sample(4)._replace(history=None)
-    with pytest.raises(ValueError, match="replay_from_start=True"):
-        model._evaluate(model.policy, batch)
+    batch = model.replay_buffer.sample(4)
+    plain = PathBatch(**{field.name: getattr(batch, field.name) for field in dataclasses.fields(PathBatch)})
+    with pytest.raises(ValueError, match=r"needs batches that carry the path history .*got a PathBatch"):
+        model._evaluate(model.policy, plain)
 
 
 @pytest.mark.parametrize("policy", ["MlpPolicy", "UnifiedMlpPolicy"])
 def test_feed_forward_policies_get_no_history(policy: str) -> None:
     model = PCL(policy, "CartPole-v1", learning_starts=50, train_freq=4, seed=0)
     model.learn(100)
-    assert not model.replay_buffer.replay_from_start
-    assert model.replay_buffer.sample(4).history is None
+    assert type(model.replay_buffer) is PathReplayBuffer
+    assert type(model.replay_buffer.sample(4)) is PathBatch
     assert getattr(model, "_collection_state", None) is None
     assert "MlpLstmPolicy" in RecurrentTrustPCL.policy_aliases and "UnifiedMlpPolicy" in PCL.policy_aliases
 

@@ -276,6 +276,25 @@ def check_policy_observation_space(algorithm: str, policy_class: type, observati
         )
 
 
+def check_policy_class(algorithm: str, policy_class: type, policy_aliases: dict[str, type]) -> None:
+    """
+    Refuse a recurrent policy (an sb3-contrib ``RecurrentActorCriticPolicy``) for an algorithm none of whose named
+    policies is recurrent: PCL and Trust-PCL have their recurrent variants, RecurrentPCL and RecurrentTrustPCL.
+
+    :param algorithm: the algorithm's name, for the message
+    :param policy_class: the policy class the model builds
+    :param policy_aliases: the algorithm's named policies
+    :raises ValueError: naming the policy and the algorithms to use instead
+    """
+    recurrent = isinstance(policy_class, type) and issubclass(policy_class, RecurrentActorCriticPolicy)
+    if recurrent and not any(issubclass(alias, RecurrentActorCriticPolicy) for alias in policy_aliases.values()):
+        raise ValueError(f"{policy_class.__name__} is a recurrent policy: {RECURRENT_HINT}")
+
+
+#: where the recurrent policies are, for the algorithms that take none
+RECURRENT_HINT = "use sb3_pcl.RecurrentPCL or RecurrentTrustPCL"
+
+
 class ObservationSpaceChecks:
     """
     Mixin (before SB3's base class) that refuses unsupported observation spaces on every path: the env given to the
@@ -293,7 +312,9 @@ class ObservationSpaceChecks:
         return super()._wrap_env(env, verbose, monitor_wrapper)  # type: ignore[misc]
 
     def _get_policy_from_name(self, policy_name: str) -> Any:
-        """SB3's lookup, after a clear error for ``MultiInputPolicy`` where the class has none."""
+        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none."""
+        if policy_name.endswith("LstmPolicy") and policy_name not in self.policy_aliases:  # type: ignore[attr-defined]
+            raise ValueError(f"{policy_name} is a recurrent policy: {RECURRENT_HINT}")
         if policy_name == "MultiInputPolicy" and policy_name not in self.policy_aliases:  # type: ignore[attr-defined]
             raise ValueError(
                 f"{type(self).__name__} has no MultiInputPolicy (it does not support Dict observation spaces): use PCL, "

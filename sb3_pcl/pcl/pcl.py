@@ -8,7 +8,6 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
@@ -27,7 +26,14 @@ from sb3_pcl.common.consistency import (
 )
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
-from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer, load_replay_file, save_replay_file
+from sb3_pcl.common.path_buffer import (
+    PathBatch,
+    PathReplayBuffer,
+    load_replay_file,
+    refuse_retired_settings,
+    save_replay_file,
+    without_retired_settings,
+)
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host, state_kl
 from sb3_pcl.common.validation import (
@@ -37,6 +43,7 @@ from sb3_pcl.common.validation import (
     check_budget,
     check_env_outputs,
     check_finite_update,
+    check_policy_class,
     check_policy_observation_space,
     check_saved_by,
     is_int,
@@ -159,8 +166,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         "UnifiedMultiInputPolicy": UnifiedMultiInputPolicy,
     }
     supports_dict_observations = True
-    #: whether replay batches carry each segment's path history from the path start (recurrent policies)
-    replay_from_start: ClassVar[bool] = False
     policy: ActorCriticPolicy
     policy_target: ActorCriticPolicy
     replay_buffer: PathReplayBuffer  # type: ignore[assignment]
@@ -217,6 +222,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             )
         lag_ok = is_real(target_network_lag) and 0.0 <= target_network_lag <= 1.0  # SB3's tau is 1 - lag
         check(lag_ok, "target_network_lag", target_network_lag, "in [0, 1]")
+        refuse_retired_settings(replay_buffer_kwargs)
         super().__init__(
             policy,
             env,
@@ -296,22 +302,13 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         none_or_positive("max_grad_norm", self.max_grad_norm)
         non_negative("relative_entropy_coef", self.relative_entropy_coef)
         check(self.sample_from in SAMPLE_FROM, "sample_from", self.sample_from, f"one of {SAMPLE_FROM}")
-        recurrent = isinstance(self.policy_class, type) and issubclass(self.policy_class, RecurrentActorCriticPolicy)
-        if recurrent and not self.replay_from_start:
-            raise ValueError(
-                f"{self.policy_class.__name__} is a recurrent policy: use sb3_pcl.RecurrentPCL or RecurrentTrustPCL"
-            )
         policy_step = self._build_parts()[1]
         if policy_step is not None:
             policy_step.check_model(self)
 
-    def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
-        if policy_name in ("MlpLstmPolicy", "UnifiedMlpLstmPolicy") and policy_name not in self.policy_aliases:
-            raise ValueError(f"{policy_name} is a recurrent policy: use sb3_pcl.RecurrentPCL or RecurrentTrustPCL")
-        return super()._get_policy_from_name(policy_name)
-
     def _setup_model(self) -> None:
         check_saved_by(self)
+        check_policy_class(type(self).__name__, self.policy_class, self.policy_aliases)
         check_policy_observation_space(type(self).__name__, self.policy_class, self.observation_space)
         self._check_hyperparameters()  # also the values of a loaded model
         if self.replay_buffer_class is None:
@@ -320,8 +317,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             raise ValueError(f"replay_buffer_class must be a PathReplayBuffer subclass, got {self.replay_buffer_class}")
         self.replay_buffer_kwargs = {
             "max_segment_length": self.max_segment_length,
-            "replay_from_start": self.replay_from_start,
-            **self.replay_buffer_kwargs,
+            **without_retired_settings(self.replay_buffer_kwargs),  # a model saved by an earlier version records them
         }
         # fused Adam is chosen for this run's device: the policies are built with it, but the model keeps (and saves)
         # the policy_kwargs as given, so a saved model asks for nothing its next device may lack
@@ -360,9 +356,9 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         :meth:`_evaluate_after_policy_step`), and empty the caches.
         """
         policy = self.policy
-        #: whether ``log pi`` can be computed without the values (the policy's own ``get_distribution``): feed-forward
-        #: policies whose value is not read from the action logits
-        self._policy_alone = not self.replay_from_start and not isinstance(policy, UnifiedValue)
+        #: whether ``log pi`` can be computed without the values (:meth:`_log_prob`): policies whose value is not read
+        #: from the action logits
+        self._policy_alone = not isinstance(policy, UnifiedValue)
         #: whether the policy step leaves the values unchanged (it moves none of the parameters they depend on)
         self._values_survive_policy_step = False
         if self._policy_alone and not self._value_fit.joint:
@@ -506,7 +502,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         :param policy: the online or the target policy
         :param batch: the path segments
         :return: log-probabilities ``(T, B)`` and the action distribution of the ``T * B`` steps, as :meth:`_evaluate`
-            computes them, without the values (feed-forward policies only: ``_policy_alone``)
+            computes them, without the values (where the policy's own distribution gives them: ``_policy_alone``)
         """
         n_steps, n_paths = batch.mask.shape
         n_rows = n_steps * n_paths
@@ -834,7 +830,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             max_buffer_size=self.buffer_size,
         )
         buffer.device = self.device
-        buffer.replay_from_start = self.replay_from_start  # what this model's policy needs, whoever saved the buffer
         self.replay_buffer = buffer
 
     def _excluded_save_params(self) -> list[str]:

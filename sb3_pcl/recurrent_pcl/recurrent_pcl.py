@@ -2,11 +2,12 @@
 PCL and Trust-PCL with a recurrent policy (the LSTM of the original code), as sb3-contrib splits PPO / RecurrentPPO.
 
 Replay design: every sampled segment is re-evaluated by replaying its path from the path's first step
-(``PathBatch.history``) with the current parameters, so the recurrent state at the segment is exact; the loss
-only uses the segment's steps. Storing states at collection time would be cheaper but stale: they were computed by
-older parameters (and by the target network with ``sample_from="target"``), which biases the log-probabilities
-the consistency is built from. Episodes of the tasks that need memory are short (algorithmic tasks,
-CartPoleNoVel: <= 500 steps) and the replay is one fused LSTM call, so the exact choice is affordable.
+(``RecurrentPathBatch.history``, sampled from a :class:`~sb3_pcl.common.recurrent.buffers.RecurrentPathReplayBuffer`)
+with the current parameters, so the recurrent state at the segment is exact; the loss only uses the segment's steps.
+Storing states at collection time would be cheaper but stale: they were computed by older parameters (and by the
+target network with ``sample_from="target"``), which biases the log-probabilities the consistency is built from.
+Episodes of the tasks that need memory are short (algorithmic tasks, CartPoleNoVel: <= 500 steps) and the replay is
+one fused LSTM call, so the exact choice is affordable.
 """
 
 from typing import Any, ClassVar, TypeVar
@@ -16,8 +17,9 @@ import torch as th
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback
 
-from sb3_pcl.common.path_buffer import PathBatch
+from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
 from sb3_pcl.common.recurrent import CnnLstmPolicy, MlpLstmPolicy
+from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 from sb3_pcl.common.statistics import masked_mean, state_kl
 from sb3_pcl.pcl.pcl import PCL
 from sb3_pcl.recurrent_pcl.policies import UnifiedMlpLstmPolicy
@@ -33,7 +35,9 @@ class RecurrentPCL(PCL):
     ``UnifiedMlpLstmPolicy`` (its Unified PCL variant).
 
     The acting policy carries its LSTM state per env during collection (reset at episode starts); training replays
-    each sampled segment's path from its first step, so the replay keeps whole path histories. The value is a head
+    each sampled segment's path from its first step, so the replay keeps whole path histories
+    (:class:`~sb3_pcl.common.recurrent.buffers.RecurrentPathReplayBuffer`, the default ``replay_buffer_class``, or a
+    subclass; ``PathReplayBuffer``, which models saved by earlier versions record, is read as it). The value is a head
     on the LSTM shared with the policy, so it is fitted jointly (``value_fit="joint"``) and the policy moves by
     gradient steps (``policy_step="gradient"``). Every other argument is :class:`~sb3_pcl.PCL`'s.
     """
@@ -44,7 +48,6 @@ class RecurrentPCL(PCL):
         "UnifiedMlpLstmPolicy": UnifiedMlpLstmPolicy,
     }
     supports_dict_observations = False
-    replay_from_start = True
     policy: MlpLstmPolicy  # type: ignore[assignment]
     policy_target: MlpLstmPolicy  # type: ignore[assignment]
     #: recurrent state ``(h, c, previous action input)`` of the acting policy in each env
@@ -64,12 +67,20 @@ class RecurrentPCL(PCL):
                 f"value_fit={self.value_fit!r} is not supported by {name} (its value is a head on the LSTM shared with "
                 "the policy): use value_fit='joint' (weight vf_coef)"
             )
-        if (self.replay_buffer_kwargs or {}).get("replay_from_start", True) is not True:
-            raise ValueError(
-                "replay_buffer_kwargs['replay_from_start'] must be True with a recurrent policy: segments are evaluated "
-                "by replaying their path from its first step"
-            )
         super()._check_hyperparameters()
+
+    def _setup_model(self) -> None:
+        if self.replay_buffer_class in (None, PathReplayBuffer):  # the default, or what earlier versions saved
+            self.replay_buffer_class = RecurrentPathReplayBuffer  # type: ignore[assignment]
+        elif not (
+            isinstance(self.replay_buffer_class, type) and issubclass(self.replay_buffer_class, RecurrentPathReplayBuffer)
+        ):
+            raise ValueError(
+                f"replay_buffer_class must be a RecurrentPathReplayBuffer subclass (sb3_pcl.common.recurrent.buffers) "
+                f"with a recurrent policy, got {self.replay_buffer_class}: segments are evaluated by replaying their "
+                "path from its first step"
+            )
+        super()._setup_model()
 
     def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
         """
@@ -133,21 +144,22 @@ class RecurrentPCL(PCL):
         """
         Replay each segment's path from its first step and read the segment's steps.
 
-        The LSTM runs over ``batch.history`` (the path from its start to the segment's final state) from a zero
-        state; the action distribution and the values are read at the rows of the segment's steps (padding reads
-        its last valid step) and the final value at the row after its last step.
+        The LSTM runs over ``batch.history`` (:class:`~sb3_pcl.common.recurrent.buffers.PathHistory`: the path from
+        its start to the segment's final state) from a zero state; the action distribution and the values are read at
+        the rows of the segment's steps (padding reads its last valid step) and the final value at the row after its
+        last step.
 
         :param policy: the online or the target policy
         :param batch: segments with their path history
         :return: values ``(T, B)``, log-probabilities ``(T, B)``, final values ``(B,)`` (zero when terminated) and
             the action distribution of the ``T * B`` steps, flattened time-major like the batch
         """
-        history = batch.history
-        if history is None:
+        if not isinstance(batch, RecurrentPathBatch):
             raise ValueError(
-                "A recurrent policy needs batches that carry the path history: sample them from a "
-                "PathReplayBuffer(replay_from_start=True)"
+                f"A recurrent policy needs batches that carry the path history (RecurrentPathBatch), got a "
+                f"{type(batch).__name__}: sample them from a RecurrentPathReplayBuffer"
             )
+        history = batch.history
         n_steps, n_paths = batch.mask.shape
         latent = policy.sequence_latent(history.observations, history.actions)  # (H, B, hidden)
         lengths = batch.mask.sum(dim=0).round().long()
@@ -161,6 +173,11 @@ class RecurrentPCL(PCL):
         log_prob = distribution.log_prob(actions).reshape(n_steps, n_paths)
         final_values = final_values.reshape(n_paths) * (1.0 - batch.terminated)
         return values.reshape(n_steps, n_paths), log_prob, final_values, distribution
+
+    def _log_prob(self, policy: MlpLstmPolicy, batch: PathBatch) -> tuple[th.Tensor, Any]:  # type: ignore[override]
+        """:return: log-probabilities and the action distribution, as :meth:`_evaluate` (the replay reads the values too)"""
+        _, log_prob, _, distribution = self._evaluate(policy, batch)
+        return log_prob, distribution
 
     def _kl_to_target(self, batch: PathBatch) -> th.Tensor:
         """:return: the mean ``KL(pi_target || pi)`` over the valid steps of a batch, both replayed from the path starts"""

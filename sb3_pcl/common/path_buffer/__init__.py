@@ -14,7 +14,6 @@ from sb3_pcl.common.path_buffer.paths import (
     STORAGE_HINT,
     Path,
     PathBatch,
-    PathHistory,
 )
 from sb3_pcl.common.path_buffer.replay_file import (
     MAX_METADATA_BYTES,
@@ -24,9 +23,12 @@ from sb3_pcl.common.path_buffer.replay_file import (
     REPLAY_FILE_FORMAT,
     REPLAY_FILE_KIND,
     REPLAY_FILE_VERSION,
+    RETIRED_SETTINGS,
+    refuse_retired_settings,
     replay_arrays,
     replay_file_kind,
     replay_file_name,
+    without_retired_settings,
 )
 
 __all__ = [
@@ -40,15 +42,17 @@ __all__ = [
     "REPLAY_FILE_FORMAT",
     "REPLAY_FILE_KIND",
     "REPLAY_FILE_VERSION",
+    "RETIRED_SETTINGS",
     "STORAGE_HINT",
     "Path",
     "PathBatch",
-    "PathHistory",
     "PathIndex",
     "PathReplayBuffer",
     "load_replay_file",
+    "refuse_retired_settings",
     "replay_arrays",
     "replay_file_kind",
     "replay_file_name",
     "save_replay_file",
+    "without_retired_settings",
 ]

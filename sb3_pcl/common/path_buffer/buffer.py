@@ -6,11 +6,6 @@ is a list of storage slots, so paths of different envs may interleave in storage
 padded, time-major segments of whole paths (or of windows of at most ``max_segment_length`` steps) together with the
 information needed to bootstrap at their far end (:mod:`.sampling`). The buffer saves to and loads from an ``.npz``
 file that cannot run code (:mod:`.persistence`).
-
-For recurrent policies (``replay_from_start=True``) every batch also carries a
-:class:`~sb3_pcl.common.path_buffer.paths.PathHistory`: each segment's path from its first stored step up to the
-segment's final state, so that the policy's recurrent state at the segment can be rebuilt exactly, for the current
-parameters, by replaying the path from the start of its episode.
 """
 
 import os
@@ -26,7 +21,7 @@ from stable_baselines3.common.utils import get_device
 from sb3_pcl.common.dict_obs import ObsDict, obs_layout
 from sb3_pcl.common.path_buffer.paths import EVICTION_STRATEGIES, PATH_HINT, PRIORITY_MODES, STORAGE_HINT, Path
 from sb3_pcl.common.path_buffer.persistence import read_replay_arrays, restore_buffer, write_replay_npz
-from sb3_pcl.common.path_buffer.replay_file import replay_file_name
+from sb3_pcl.common.path_buffer.replay_file import RETIRED_SETTINGS, replay_file_name
 from sb3_pcl.common.path_buffer.sampling import PathSampling
 from sb3_pcl.common.validation import check_storable
 
@@ -75,9 +70,6 @@ class PathReplayBuffer(PathSampling):
     :param max_segment_length: sampled segments are at most this long (``None``: whole paths)
     :param handle_timeout_termination: treat ``TimeLimit.truncated`` episode ends as cut
         paths that bootstrap, as SB3's replay buffers do
-    :param replay_from_start: batches also carry each segment's path from its first stored step
-        (:attr:`~sb3_pcl.common.path_buffer.paths.PathBatch.history`), so that a recurrent policy can rebuild its
-        state at the segment exactly by replaying the path from the start of the episode
     :param distinct_paths: draw a batch's paths without replacement, as the original code's replay did: a batch
         then holds ``min(batch_size, paths with a non-zero probability)`` different paths. With whole paths and a
         sharp recency priority this makes a batch the most recent episodes instead of a few of them drawn many times
@@ -96,7 +88,6 @@ class PathReplayBuffer(PathSampling):
         eviction: str = "fifo",
         max_segment_length: int | None = None,
         handle_timeout_termination: bool = True,
-        replay_from_start: bool = False,
         distinct_paths: bool = False,
     ):
         # Not BaseBuffer.__init__: pos and full are derived from the slots (properties), not a cursor of their own
@@ -126,7 +117,6 @@ class PathReplayBuffer(PathSampling):
         self.eviction = eviction
         self.max_segment_length = max_segment_length
         self.handle_timeout_termination = handle_timeout_termination
-        self.replay_from_start = replay_from_start
         self.distinct_paths = distinct_paths
         self._clear()
 
@@ -139,7 +129,8 @@ class PathReplayBuffer(PathSampling):
 
         :param state: the pickled attributes
         """
-        state = {key: value for key, value in state.items() if key not in ("pos", "full")}  # an SB3 cursor, not ours
+        # pos and full: an SB3 cursor, not ours; the retired settings: older versions' (RETIRED_SETTINGS)
+        state = {key: value for key, value in state.items() if key not in ("pos", "full", *RETIRED_SETTINGS)}
         self.__dict__.update(state)
         self.__dict__.setdefault("distinct_paths", False)
         self.__dict__.setdefault("next_fresh_slot", self.buffer_size)  # older pickles list every free slot

@@ -46,7 +46,8 @@ def load_replay_file(
     A ``str`` or ``pathlib.Path`` that does not exist is tried with ``.npz`` appended (and, with ``allow_pickle``,
     ``.pkl``). Pickles (SB3's replay files, and those of sb3_pcl before the npz format) are refused unless
     ``allow_pickle=True``: then a :class:`PathReplayBuffer` is unpickled, with a warning, since unpickling runs any code
-    the file holds.
+    the file holds. Either way the buffer comes back as a ``buffer_class``: what the loading model samples with,
+    whichever class saved it (the stored paths are the same).
 
     :param path: the file
     :param buffer_class: the class of the restored buffer (a :class:`PathReplayBuffer` subclass)
@@ -76,6 +77,10 @@ def load_replay_file(
             buffer = pickle.load(file)
             if not isinstance(buffer, PathReplayBuffer):
                 raise ValueError(f"{name} does not hold a PathReplayBuffer (found {type(buffer).__name__})")
+            if type(buffer) is not buffer_class:  # the same stored state, sampled as the loading model's class
+                converted = buffer_class.__new__(buffer_class)
+                converted.__setstate__(vars(buffer))
+                return converted
             return buffer
         return buffer_class.load_npz(file, observation_space, action_space, device, name, max_buffer_size)  # type: ignore[arg-type]
     finally:

@@ -1,7 +1,7 @@
 """The stored path and the batches sampled from a :class:`~sb3_pcl.common.path_buffer.PathReplayBuffer`."""
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import torch as th
@@ -20,30 +20,14 @@ PATH_HINT = (
 )
 
 
-class PathHistory(NamedTuple):
-    """
-    Each segment's path replayed from its first stored step, for recurrent policies (which take no ``Dict``
-    observations).
-
-    Column ``b`` holds the path's steps ``0 .. end_b - 1`` (the segment is the last ``L_b`` of them) and
-    then the segment's final observation, padded after that; the segment's step ``t`` is row
-    ``offsets[b] + t`` and its final state is row ``offsets[b] + L_b``.
-    """
-
-    observations: th.Tensor
-    """``(H, B, *obs_shape)``; padding rows repeat the final observation."""
-    actions: th.Tensor
-    """``(H, B, action_dim)``; the action of the final-observation row and of padding rows is zero."""
-    offsets: th.Tensor
-    """``(B,)`` (long) row of the segment's first step: how many steps of its path precede it."""
-
-
-class PathBatch(NamedTuple):
+@dataclass(frozen=True, eq=False)
+class PathBatch:
     """
     A padded, time-major batch of ``B`` path segments of at most ``T`` steps.
 
     For a ``Dict`` observation space, ``observations`` and ``final_observations`` are dicts of such tensors, one per key
-    (as SB3's ``DictReplayBuffer`` samples them).
+    (as SB3's ``DictReplayBuffer`` samples them). A buffer subclass whose batches carry more per segment returns a
+    subclass of this class that adds fields.
     """
 
     observations: th.Tensor
@@ -62,8 +46,13 @@ class PathBatch(NamedTuple):
     """``(B,)`` 1 when the segment starts at the first step of its path."""
     path_ids: np.ndarray
     """``(B,)`` identifiers of the sampled paths."""
-    history: PathHistory | None = None
-    """The segments' paths from their first step (only from a buffer with ``replay_from_start=True``)."""
+
+    def _replace(self, **changes: Any) -> Self:
+        """
+        :param changes: new values of some fields
+        :return: a copy of the batch with these fields changed (``dataclasses.replace``, named as a ``NamedTuple``'s)
+        """
+        return replace(self, **changes)
 
 
 @dataclass

@@ -24,6 +24,10 @@ REPLAY_FILE_FORMAT = "sb3_pcl.PathReplayBuffer"
 REPLAY_FILE_VERSION = 2
 #: what a replay file is, in messages
 REPLAY_FILE_KIND = "PathReplayBuffer"
+#: settings that replay files and saved models of earlier versions record, which no buffer takes any more: read, then
+#: ignored. ``replay_from_start`` said whether batches carry each segment's path from its first step, which is now what
+#: a buffer class does (a buffer file loads into any model, whose buffer class decides)
+RETIRED_SETTINGS = ("replay_from_start",)
 #: the largest metadata (JSON) array a replay file may hold, in bytes
 MAX_METADATA_BYTES = 1 << 20
 #: the per-path arrays of a replay file (``path_<name>``), with their dtype
@@ -98,6 +102,27 @@ def not_npz_message(name: str, kind: str) -> str:
     )
 
 
+def without_retired_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param settings: a buffer's settings, or a model's ``replay_buffer_kwargs``, maybe saved by an earlier version
+    :return: a copy without the :data:`RETIRED_SETTINGS`
+    """
+    return {key: value for key, value in settings.items() if key not in RETIRED_SETTINGS}
+
+
+def refuse_retired_settings(replay_buffer_kwargs: dict[str, Any] | None) -> None:
+    """
+    :param replay_buffer_kwargs: a model's ``replay_buffer_kwargs``, as given to its constructor
+    :raises ValueError: naming the :data:`RETIRED_SETTINGS` it holds
+    """
+    retired = sorted(set(replay_buffer_kwargs or {}) & set(RETIRED_SETTINGS))
+    if retired:
+        raise ValueError(
+            f"replay_buffer_kwargs {retired}: no longer settings of the replay buffer (what a batch carries is the "
+            "buffer class's behaviour, and each algorithm defaults to the class its policy needs): remove them"
+        )
+
+
 def read_metadata(raw: np.ndarray, name: str, settings: tuple[str, ...]) -> dict[str, Any]:
     """
     :param raw: the ``metadata`` array of a replay file
@@ -135,9 +160,10 @@ def read_metadata(raw: np.ndarray, name: str, settings: tuple[str, ...]) -> dict
         negative_int = kind is int and (isinstance(value, bool) or (isinstance(value, int) and value < 0))
         if not isinstance(value, kind) or negative_int:  # type: ignore[arg-type]
             raise ValueError(f"{name} is not a valid PathReplayBuffer file: metadata {key!r} is {value!r}")
-    unknown = set(metadata["settings"]) - set(settings)
+    unknown = set(metadata["settings"]) - set(settings) - set(RETIRED_SETTINGS)
     if unknown:
         raise ValueError(f"{name} is not a valid PathReplayBuffer file: unknown settings {sorted(unknown)}")
+    metadata["settings"] = without_retired_settings(metadata["settings"])
     fresh = metadata.get("next_fresh_slot", 0)
     if isinstance(fresh, bool) or not isinstance(fresh, int):
         raise ValueError(f"{name} is not a valid PathReplayBuffer file: metadata 'next_fresh_slot' is {fresh!r}")

@@ -10,10 +10,9 @@ paths always carry the top priority.
 from typing import Any
 
 import numpy as np
-import torch as th
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_pcl.common.path_buffer.paths import Path, PathBatch, PathHistory
+from sb3_pcl.common.path_buffer.paths import Path, PathBatch
 from sb3_pcl.common.path_buffer.storage import PathStorage
 
 
@@ -154,6 +153,11 @@ class PathSampling(PathStorage):
         return self._gather(segments, env)
 
     def _gather(self, segments: list[tuple[Path, int, int]], env: VecNormalize | None) -> PathBatch:
+        """
+        :param segments: ``(path, start, end)`` of each column: the path's steps ``start .. end - 1``
+        :param env: VecNormalize wrapper for normalisation
+        :return: the segments as a padded time-major batch (what :meth:`sample` and :meth:`recent_segments` return)
+        """
         assert self.observations is not None and self.actions is not None and self.rewards is not None
         n_segments = len(segments)
         horizon = max(end - start for _, start, end in segments)
@@ -185,35 +189,6 @@ class PathSampling(PathStorage):
             terminated=self.to_torch(terminated),
             at_path_start=self.to_torch(at_start),
             path_ids=np.array([path.path_id for path, _, _ in segments]),
-            history=self._gather_history(segments, env) if getattr(self, "replay_from_start", False) else None,
-        )
-
-    def _gather_history(self, segments: list[tuple[Path, int, int]], env: VecNormalize | None) -> PathHistory:
-        """
-        The segments' paths from their first stored step to the segment's final state (see :class:`PathHistory`).
-
-        :param segments: ``(path, start, end)`` of each column
-        :param env: VecNormalize wrapper for normalisation
-        :return: the time-major history of each column
-        """
-        assert self.observations is not None and self.actions is not None
-        horizon = max(end for _, _, end in segments) + 1
-        n_segments = len(segments)
-        observations = self._obs_zeros((horizon, n_segments))
-        actions = np.zeros((horizon, n_segments, self.action_dim), dtype=np.float32)
-        offsets = np.zeros(n_segments, dtype=np.int64)
-        for col, (path, start, end) in enumerate(segments):
-            slots = path.slot_range(0, end)
-            final = self.observations[path.slot_at(end)] if end < len(path) else self._final_obs(path)
-            assert final is not None
-            observations[:end, col] = self.observations[slots]
-            observations[end:, col] = final
-            actions[:end, col] = self.actions[slots]
-            offsets[col] = start
-        return PathHistory(
-            observations=self._obs_tensor(observations, env),
-            actions=self.to_torch(actions),
-            offsets=th.as_tensor(offsets, device=self.device),
         )
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> Any:

@@ -35,7 +35,6 @@ class PathStorage(BaseBuffer):
         "eviction",
         "max_segment_length",
         "handle_timeout_termination",
-        "replay_from_start",
         "distinct_paths",
     )
     obs_layout: dict[str | None, tuple[tuple[int, ...], np.dtype]]
@@ -44,7 +43,6 @@ class PathStorage(BaseBuffer):
     eviction: str
     max_segment_length: int | None
     handle_timeout_termination: bool
-    replay_from_start: bool
     distinct_paths: bool
 
     def _clear(self) -> None:
