@@ -1,6 +1,6 @@
 """
 What limits an algorithm on a task: one training run of its rl-zoo3 entry, with each training episode's reward split
-into the env's components and the training statistics over time (issue #35).
+into the env's components and the training statistics over time.
 
 The model is built by the benchmark harness (:func:`benchmarks.harness.make_experiment`: the same entry, wrappers and
 seeding as ``python -m benchmarks.run``) and trained for ``--steps`` env steps with one torch thread. Two records are
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import datetime
 import json
 import math
 import shlex
@@ -42,6 +43,8 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from benchmarks import harness
+from benchmarks.reporting import markdown_table, number
+from benchmarks.reporting import steps as format_steps
 
 #: Logged statistics shown in the summary when the algorithm records them (``train/<name>``), in this order
 TRAIN_STATS = (
@@ -125,16 +128,6 @@ def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, st
     return pd.DataFrame(rows)
 
 
-def markdown(summary: pd.DataFrame, header: Sequence[str]) -> str:
-    """:return: ``summary`` as a markdown table (steps as ``50k``), preceded by the lines of ``header``"""
-    columns = list(summary.columns)
-    lines = [*header, "", "| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    for _, row in summary.iterrows():
-        cells = [harness._steps(row["steps"])] + [harness._number(float(row[column])) for column in columns[1:]]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def plot(summary: pd.DataFrame, title: str, path: Path) -> None:
     """Save the block means: the return and its components, episode length, and each logged statistic, against steps."""
     import matplotlib
@@ -180,6 +173,7 @@ def diagnose(
     overrides: dict[str, Any] | None = None,
     eval_episodes: int = 5,
     command: str = "",
+    entry: str | None = None,
 ) -> pd.DataFrame:
     """
     Train one run and write the diagnosis to ``out`` (see the module docstring).
@@ -194,6 +188,7 @@ def diagnose(
     :param overrides: Hyperparameters replacing the entry's (rl-zoo3's ``--hyperparams``)
     :param eval_episodes: Deterministic evaluation episodes at the end (0: none)
     :param command: The command line, recorded in ``diagnosis.md``
+    :param entry: Read this key of the algorithm's file whatever the env (a campaign's ``entry``, e.g. ``Ant-v5``)
     :return: The block summary
     """
     import torch
@@ -205,11 +200,14 @@ def diagnose(
         raise ValueError(f"block must be positive, got {block}")
     torch.set_num_threads(1)
     out.mkdir(parents=True, exist_ok=True)
-    experiment = harness.make_experiment(algo, env_id, seed, hyperparams_dir, overrides=overrides, eval_env=eval_episodes > 0)
+    experiment = harness.make_experiment(
+        algo, env_id, seed, hyperparams_dir, overrides=overrides, eval_env=eval_episodes > 0, entry=entry
+    )
     model = experiment.model
     model.set_logger(configure(str(out), ["csv"]))
     recorder = EpisodeComponents()
-    started, clock = harness._now(), time.perf_counter()
+    started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    clock = time.perf_counter()
     model.learn(total_timesteps=steps, callback=[recorder, *experiment.callbacks])
     seconds = time.perf_counter() - clock
     evaluation = (math.nan, math.nan)
@@ -235,15 +233,15 @@ def diagnose(
         f"Hyperparameters: {experiment.hyperparams_source} "
         f"`{json.dumps(harness._jsonable(experiment.hyperparams), sort_keys=True)}`",
         "",
-        f"Deterministic evaluation at the end ({eval_episodes} episodes): "
-        f"{harness._number(evaluation[0])} ± {harness._number(evaluation[1])}.",
+        f"Deterministic evaluation at the end ({eval_episodes} episodes): {number(evaluation[0])} ± {number(evaluation[1])}.",
         "",
         "Each row: the training episodes (stochastic policy) that ended in the block of env steps up to *steps*: their "
         "number, mean return, length, share that terminated (rather than being cut by the time limit), the policy's "
         "mean action std, each reward component summed over the episode; then the mean of the logged training "
         "statistics of the block.",
     ]
-    (out / "diagnosis.md").write_text(markdown(summary, header))
+    rows = [[format_steps(row[0]), *map(number, row[1:])] for row in summary.itertuples(index=False)]
+    (out / "diagnosis.md").write_text("\n".join([*header, "", *markdown_table(list(summary.columns), rows)]) + "\n")
     plot(summary, f"{algo} on {env_id}, seed {seed}", out / "diagnosis.png")
     return summary
 
@@ -262,21 +260,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--hyperparams", nargs="+", action=StoreDict, default=None, help="overrides of the entry, as rl-zoo3's: key:value"
     )
+    parser.add_argument("--entry", default=None, help="read this key of <algo>.yml whatever the env (e.g. Ant-v5)")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     args = parser.parse_args(argv)
     command = shlex.join([Path(sys.executable).name, "-m", "benchmarks.diagnose", *(argv or sys.argv[1:])])
     summary = diagnose(
-        args.algo,
-        args.env,
-        args.steps,
-        args.out,
-        args.seed,
-        args.block,
-        args.hyperparams_dir,
-        args.hyperparams,
-        args.eval_episodes,
-        command,
-    )
+        args.algo, args.env, args.steps, args.out, args.seed, args.block, args.hyperparams_dir, args.hyperparams,
+        args.eval_episodes, command, args.entry,
+    )  # fmt: skip
     print(summary.to_string(index=False, float_format=lambda value: f"{value:.4g}"))
     print(f"Wrote {args.out / 'diagnosis.md'} and {args.out / 'diagnosis.png'}")
 

@@ -59,6 +59,15 @@ def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike, seed: int =
     return float(np.mean(differences >= observed - 1e-9 * max(1.0, observed)))
 
 
+def number(value: float | None) -> str:
+    """:return: A return or a statistic: 0 decimals from 1000 on, 1 from 1, 3 significant digits below; ``-`` for NaN"""
+    if value is None or math.isnan(value):
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if abs(value) >= 1 or value == 0 else f"{value:.3g}"
+
+
 def steps(value: float) -> str:
     """:return: A step count as ``140k`` or ``2.16M`` (3 significant digits); ``-`` for NaN"""
     if math.isnan(value):
