@@ -68,7 +68,7 @@ def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dic
     if scenario == "sb3":
         from stable_baselines3.common.buffers import ReplayBuffer
 
-        buffer = ReplayBuffer(size, observation_space, action_space, device="cpu")
+        buffer: Any = ReplayBuffer(size, observation_space, action_space, device="cpu")
     else:
         from sb3_pcl.common.path_buffer import PathReplayBuffer
 

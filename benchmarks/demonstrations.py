@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -76,7 +76,8 @@ def learn_with_evaluations(
     eval_env = make_vec_env(ENV_ID, n_envs=1, seed=eval_seed)
 
     def evaluate(agent: Any) -> tuple[float, float]:
-        mean, std = evaluate_policy(agent, eval_env, n_eval_episodes=eval_episodes, deterministic=True, warn=False)
+        result = evaluate_policy(agent, eval_env, n_eval_episodes=eval_episodes, deterministic=True, warn=False)
+        mean, std = cast(tuple[float, float], result)
         return float(mean), float(std)
 
     rows = [(0, *evaluate(model), 0.0)]

@@ -95,7 +95,7 @@ class PartTimer:
 
     @contextlib.contextmanager
     def part(self, name: str) -> Iterator[None]:
-        frame = [name, 0.0]  # name, time of the timed calls inside
+        frame: list[Any] = [name, 0.0]  # name, time of the timed calls inside
         self._stack.append(frame)
         start = self._clock()
         try:
