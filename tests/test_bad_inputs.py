@@ -218,7 +218,7 @@ def test_recurrent_classes_refuse_dict_observations_naming_the_space(algo: type)
 @pytest.mark.parametrize("algo", [Reinforce, UREX], ids=["Reinforce", "UREX"])
 def test_recurrent_policies_of_reinforce_refuse_dict_observations(algo: type) -> None:
     env = make_vec_env(lambda: SpaceEnv(DICT), n_envs=2)
-    with pytest.raises(ValueError, match=r"recurrent policy MlpLstmPolicy does not support Dict .*\(got Dict\("):
+    with pytest.raises(ValueError, match=r"recurrent policy MlpPrevActionLstmPolicy does not support Dict .*\(got Dict\("):
         algo("MlpLstmPolicy", env, **EPISODES)
 
 

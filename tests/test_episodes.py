@@ -23,7 +23,7 @@ from sb3_pcl.common.episodes import (
     original_observations,
     set_reset_seeds,
 )
-from sb3_pcl.common.recurrent import MlpLstmPolicy
+from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy
 from sb3_pcl.reinforce.losses import episode_totals, full_episode_policy_loss, k_sample_baseline, ment_bonus
 from sb3_pcl.urex.urex import urex_bonus
 
@@ -287,7 +287,7 @@ def test_batch_is_reproduced_by_seeded_replays(kind, n_envs, k, recurrent):
     env = make_vec(kind, copy_env, n_envs)
     try:
         if recurrent:
-            policy: ActorCriticPolicy = MlpLstmPolicy(env.observation_space, env.action_space, lambda _: 1e-3)
+            policy: ActorCriticPolicy = MlpPrevActionLstmPolicy(env.observation_space, env.action_space, lambda _: 1e-3)
         else:
             policy = mlp_policy(env)
         batch = collect_episode_batch(env, policy, k, max_steps=100, base_seed=2024)

@@ -34,7 +34,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
 from sb3_pcl.common.consistency import path_consistency
 from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
-from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions
+from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 
 LSTM = {"lstm_hidden_size": 16}
@@ -161,7 +161,7 @@ class StepByStepRecorder(BaseCallback):
     the largest gap between its state and the model's collection state.
     """
 
-    def __init__(self, acting: MlpLstmPolicy):
+    def __init__(self, acting: MlpPrevActionLstmPolicy):
         super().__init__()
         self.acting = acting
         self.log_probs: list[list[float]] = []
@@ -208,7 +208,7 @@ class StepByStepRecorder(BaseCallback):
 
 
 def collect_without_learning(
-    model: RecurrentPCL, acting: MlpLstmPolicy, total_timesteps: int, learning_starts: int
+    model: RecurrentPCL, acting: MlpPrevActionLstmPolicy, total_timesteps: int, learning_starts: int
 ) -> StepByStepRecorder:
     """Collect with frozen parameters (no gradient step: ``gradient_steps=0`` never calls ``train``)."""
     recorder = StepByStepRecorder(acting)
@@ -218,7 +218,7 @@ def collect_without_learning(
 
 
 def check_batch_against_recording(
-    model: RecurrentPCL, policy: MlpLstmPolicy, batch: PathBatch, recorder: StepByStepRecorder
+    model: RecurrentPCL, policy: MlpPrevActionLstmPolicy, batch: PathBatch, recorder: StepByStepRecorder
 ) -> int:
     """
     Assert that ``model._evaluate(policy, batch)`` reproduces the recorded log-probabilities and values.
@@ -348,7 +348,7 @@ def test_mlp_pcl_stays_at_the_memoryless_bound() -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def target_log_probs_by_full_replay(policy: MlpLstmPolicy, batch: PathBatch) -> th.Tensor:
+def target_log_probs_by_full_replay(policy: MlpPrevActionLstmPolicy, batch: PathBatch) -> th.Tensor:
     """``log pi'`` of the segment steps from sb3-contrib's ``evaluate_actions`` over the whole path (independent code path)."""
     assert isinstance(batch, RecurrentPathBatch)
     history = batch.history
@@ -453,9 +453,10 @@ def rewrite_zip_data(source: Path, target: Path, data: dict[str, Any]) -> None:
 
 def test_load_model_saved_with_the_single_module_policy_path(tmp_path: Path) -> None:
     # The policy class as SB3 serialised it when sb3_pcl.common.recurrent was one module (cloudpickle of the class
-    # by reference: sb3_pcl.common.recurrent.MlpLstmPolicy); the package re-exports the name, so such zips load.
+    # by reference: sb3_pcl.common.recurrent.MlpLstmPolicy); the package resolves that former class name, so such zips
+    # load (with a DeprecationWarning).
     old_policy_class = "gAWVLgAAAAAAAACMGHNiM19wY2wuY29tbW9uLnJlY3VycmVudJSMDU1scExzdG1Qb2xpY3mUk5Qu"
-    assert pickle.loads(base64.b64decode(old_policy_class)) is MlpLstmPolicy
+    assert pickle.loads(base64.b64decode(old_policy_class)) is MlpPrevActionLstmPolicy
     model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
     model.save(tmp_path / "new.zip")
     data = zip_data(tmp_path / "new.zip")
@@ -463,7 +464,7 @@ def test_load_model_saved_with_the_single_module_policy_path(tmp_path: Path) -> 
     data["policy_class"][":serialized:"] = old_policy_class
     rewrite_zip_data(tmp_path / "new.zip", tmp_path / "old.zip", data)
     loaded = RecurrentPCL.load(tmp_path / "old.zip")
-    assert type(loaded.policy) is MlpLstmPolicy
+    assert type(loaded.policy) is MlpPrevActionLstmPolicy
     for key, value in model.policy.state_dict().items():
         th.testing.assert_close(loaded.policy.state_dict()[key], value)
 
@@ -489,7 +490,7 @@ def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:
     perturb(model.policy_target, seed=2)  # make the target distinguishable from the online policy
     model.save(tmp_path / "model")
     loaded = RecurrentPCL.load(tmp_path / "model")
-    assert isinstance(loaded.policy, MlpLstmPolicy) and isinstance(loaded.policy_target, MlpLstmPolicy)
+    assert isinstance(loaded.policy, MlpPrevActionLstmPolicy) and isinstance(loaded.policy_target, MlpPrevActionLstmPolicy)
     for mine, theirs in [(model.policy, loaded.policy), (model.policy_target, loaded.policy_target)]:
         for key, value in mine.state_dict().items():
             th.testing.assert_close(theirs.state_dict()[key], value)
@@ -643,7 +644,7 @@ def test_feed_forward_algorithms_reject_recurrent_policies(algo: type[PCL], recu
         algo(policy, "CartPole-v1")
 
 
-@pytest.mark.parametrize("policy_class", [MlpLstmPolicy, ContribMlpLstmPolicy], ids=["sb3_pcl", "sb3_contrib"])
+@pytest.mark.parametrize("policy_class", [MlpPrevActionLstmPolicy, ContribMlpLstmPolicy], ids=["sb3_pcl", "sb3_contrib"])
 def test_feed_forward_pcl_rejects_a_recurrent_policy_class(policy_class: type) -> None:
     with pytest.raises(ValueError, match="RecurrentPCL"):
         PCL(policy_class, "CartPole-v1")

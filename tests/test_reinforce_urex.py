@@ -28,7 +28,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvW
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
 from sb3_pcl.common.episode_policy import evaluate_episodes, play_step
 from sb3_pcl.common.episodes import collect_episode_batch
-from sb3_pcl.common.recurrent import MlpLstmPolicy, encode_actions, evaluate_recurrent_episodes
+from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions, evaluate_recurrent_episodes
 from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.urex import UREX
 
@@ -97,7 +97,7 @@ def test_copy_lstm_learn_save_load_predict_with_state(algo, tmp_path):
     callback = Recorder()
     model.learn(60, callback=callback)
     assert callback.n_rollouts >= 2
-    assert isinstance(model.policy, MlpLstmPolicy)
+    assert isinstance(model.policy, MlpPrevActionLstmPolicy)
 
     obs = env.reset()
     starts = np.ones(4, dtype=bool)
@@ -119,7 +119,7 @@ def test_copy_lstm_learn_save_load_predict_with_state(algo, tmp_path):
 
 
 def test_lstm_predict_state_and_episode_start():
-    policy = MlpLstmPolicy(spaces.Discrete(5), spaces.MultiDiscrete([2, 2, 4]), lambda _: 1e-3, lstm_hidden_size=8)
+    policy = MlpPrevActionLstmPolicy(spaces.Discrete(5), spaces.MultiDiscrete([2, 2, 4]), lambda _: 1e-3, lstm_hidden_size=8)
     obs = np.array([1, 3])
     _, fresh = policy.predict(obs, None, np.array([True, True]))
     _, state = policy.predict(obs, fresh, np.array([False, False]))
@@ -140,7 +140,7 @@ def test_lstm_predict_state_and_episode_start():
 
 
 def test_previous_action_is_an_input():
-    policy = MlpLstmPolicy(spaces.Discrete(3), spaces.Discrete(4), lambda _: 1e-3, lstm_hidden_size=8)
+    policy = MlpPrevActionLstmPolicy(spaces.Discrete(3), spaces.Discrete(4), lambda _: 1e-3, lstm_hidden_size=8)
     h, c, _ = policy.initial_state(2)
     previous = th.zeros(1, 2, 4)
     previous[0, 0, 1] = 1.0
@@ -149,7 +149,9 @@ def test_previous_action_is_an_input():
         dist, _ = policy.get_distribution(th.tensor([0, 0]), (h, c, previous), th.zeros(2))
     assert (dist.distribution.logits[0] - dist.distribution.logits[1]).abs().max() > 1e-5
     # Without the input, the same observation and state give the same distribution.
-    blind = MlpLstmPolicy(spaces.Discrete(3), spaces.Discrete(4), lambda _: 1e-3, lstm_hidden_size=8, prev_action_input=False)
+    blind = MlpPrevActionLstmPolicy(
+        spaces.Discrete(3), spaces.Discrete(4), lambda _: 1e-3, lstm_hidden_size=8, prev_action_input=False
+    )
     with th.no_grad():
         dist, _ = blind.get_distribution(th.tensor([0, 0]), blind.initial_state(2), th.zeros(2))
     th.testing.assert_close(dist.distribution.probs[0], dist.distribution.probs[1])
@@ -160,7 +162,9 @@ def test_previous_action_is_an_input():
 )
 def test_value_gradient_reaches_the_lstm_unless_detached(action_space):
     for detach_value, reaches in [(False, True), (True, False)]:
-        policy = MlpLstmPolicy(spaces.Discrete(4), action_space, lambda _: 1e-3, lstm_hidden_size=8, detach_value=detach_value)
+        policy = MlpPrevActionLstmPolicy(
+            spaces.Discrete(4), action_space, lambda _: 1e-3, lstm_hidden_size=8, detach_value=detach_value
+        )
         values = policy.predict_values(th.tensor([1, 2]), policy.initial_state(2), th.ones(2))
         values.sum().backward()
         grad = policy.lstm_actor.weight_ih_l0.grad
@@ -169,13 +173,15 @@ def test_value_gradient_reaches_the_lstm_unless_detached(action_space):
 
 def test_critic_lstm_is_separate_and_carried_in_the_state():
     """enable_critic_lstm: the value trains only the critic LSTM, the policy only the actor's; both states are carried."""
-    policy = MlpLstmPolicy(spaces.Discrete(4), spaces.Discrete(3), lambda _: 1e-3, lstm_hidden_size=8, enable_critic_lstm=True)
+    policy = MlpPrevActionLstmPolicy(
+        spaces.Discrete(4), spaces.Discrete(3), lambda _: 1e-3, lstm_hidden_size=8, enable_critic_lstm=True
+    )
     assert policy.lstm_critic is not None and policy.state_size == 16
     assert policy.initial_state(2)[0].shape == (1, 2, 16)
     critic_params = set(policy.lstm_critic.parameters())
     assert critic_params <= {param for group in policy.optimizer.param_groups for param in group["params"]}
     assert policy.lstm_critic.weight_ih_l0.shape[1] == policy.lstm_actor.weight_ih_l0.shape[1] == 4 + 3
-    assert MlpLstmPolicy(**policy._get_constructor_parameters()).lstm_critic is not None  # what save / load rebuild
+    assert MlpPrevActionLstmPolicy(**policy._get_constructor_parameters()).lstm_critic is not None  # what save / load rebuild
 
     values = policy.predict_values(th.tensor([1, 2]), policy.initial_state(2), th.ones(2))
     values.sum().backward()
@@ -208,7 +214,7 @@ def test_critic_lstm_is_separate_and_carried_in_the_state():
 @pytest.mark.parametrize("action_space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, shape=(2,))], ids=str)
 def test_evaluate_episodes_matches_step_by_step_evaluation(action_space):
     """Episode batches (time-major, zero initial state) evaluate as the policy's step-by-step sequence evaluation."""
-    policy = MlpLstmPolicy(spaces.Box(-1.0, 1.0, shape=(3,)), action_space, lambda _: 1e-3, lstm_hidden_size=8)
+    policy = MlpPrevActionLstmPolicy(spaces.Box(-1.0, 1.0, shape=(3,)), action_space, lambda _: 1e-3, lstm_hidden_size=8)
     rng = np.random.default_rng(0)
     n_steps, n_envs = 5, 3
     observations = rng.uniform(-1, 1, size=(n_steps, n_envs, 3)).astype(np.float32)
@@ -245,7 +251,7 @@ def test_episode_functions_dispatch_on_the_policy_type():
     th.testing.assert_close(log_prob[0], expected)
     th.testing.assert_close(entropy[1, :1], expected_entropy[:1])
     assert (log_prob[1, 1:] == 0).all() and (entropy[1, 1:] == 0).all()
-    for policy_class in (MlpLstmPolicy, RecurrentActorCriticPolicy):
+    for policy_class in (MlpPrevActionLstmPolicy, RecurrentActorCriticPolicy):
         policy = policy_class(observation_space, action_space, lambda _: 1e-3, lstm_hidden_size=8)
         with th.no_grad():
             _, _, first = play_step(policy, obs, None, starts)
@@ -268,7 +274,9 @@ def test_importing_reinforce_registers_the_recurrent_episode_functions():
 
 def test_critic_lstm_refuses_detached_values():
     with pytest.raises(ValueError, match="detach_value must be False"):
-        MlpLstmPolicy(spaces.Discrete(4), spaces.Discrete(3), lambda _: 1e-3, enable_critic_lstm=True, detach_value=True)
+        MlpPrevActionLstmPolicy(
+            spaces.Discrete(4), spaces.Discrete(3), lambda _: 1e-3, enable_critic_lstm=True, detach_value=True
+        )
 
 
 @pytest.mark.parametrize("kind", ["dummy", "subproc"])
@@ -300,7 +308,7 @@ def test_evaluate_sequence_reproduces_collection_log_probs(kind):
 
 def test_evaluate_sequence_from_a_mid_episode_state():
     """A segment evaluated from the state reached by the prefix matches the whole sequence (what PCL needs)."""
-    policy = MlpLstmPolicy(spaces.Discrete(5), spaces.MultiDiscrete([2, 3]), lambda _: 1e-3, lstm_hidden_size=8)
+    policy = MlpPrevActionLstmPolicy(spaces.Discrete(5), spaces.MultiDiscrete([2, 3]), lambda _: 1e-3, lstm_hidden_size=8)
     rng = np.random.default_rng(0)
     n_steps, n_seq, cut = 6, 3, 2
     obs = th.as_tensor(rng.integers(0, 5, size=(n_steps, n_seq)))

@@ -1,9 +1,11 @@
 """
 Policies of RecurrentPCL and RecurrentTrustPCL.
 
-``MlpLstmPolicy`` is the recurrent policy of the original code (an LSTM fed with the observation and the previous
-action, linear action and value heads on its output, :mod:`sb3_pcl.common.recurrent`); ``UnifiedMlpLstmPolicy`` is
-its Unified PCL variant, whose value is the soft value of its action logits.
+``MlpLstmPolicy`` is the recurrent policy of the original code,
+:class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy` (an LSTM fed with the observation and the previous
+action, linear action and value heads on its output; not sb3-contrib's ``MlpLstmPolicy``), ``CnnLstmPolicy`` the same
+reading images (``CnnPrevActionLstmPolicy``); ``UnifiedMlpLstmPolicy`` is its Unified PCL variant, whose value is the
+soft value of its action logits.
 """
 
 from typing import Any
@@ -11,14 +13,15 @@ from typing import Any
 import torch as th
 from stable_baselines3.common.distributions import Distribution
 
-from sb3_pcl.common.recurrent import MlpLstmPolicy
+from sb3_pcl.common.recurrent import CnnPrevActionLstmPolicy, MlpPrevActionLstmPolicy
 from sb3_pcl.pcl.policies import UnifiedValue
 
 
-class UnifiedLstmPolicy(UnifiedValue, MlpLstmPolicy):
+class UnifiedLstmPolicy(UnifiedValue, MlpPrevActionLstmPolicy):
     """
-    Unified PCL's recurrent policy: :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy` whose heads read both the
-    action distribution and the soft value (:class:`UnifiedValue`) from the action logits on the LSTM output.
+    Unified PCL's recurrent policy: :class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy` whose heads
+    read both the action distribution and the soft value (:class:`UnifiedValue`) from the action logits on the LSTM
+    output.
 
     Its value head (``value_net``) is unused, so ``detach_value`` has no effect and a critic LSTM
     (``enable_critic_lstm=True``) is refused.
@@ -27,7 +30,7 @@ class UnifiedLstmPolicy(UnifiedValue, MlpLstmPolicy):
     :param action_space: a ``Discrete`` or ``MultiDiscrete`` action space
     :param lr_schedule: learning rate schedule
     :param temperature: ``ent_coef + lambda``
-    :param kwargs: the other arguments of :class:`~sb3_pcl.common.recurrent.MlpLstmPolicy`
+    :param kwargs: the other arguments of :class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy`
     """
 
     def __init__(self, *args: Any, enable_critic_lstm: bool = False, **kwargs: Any):
@@ -39,6 +42,8 @@ class UnifiedLstmPolicy(UnifiedValue, MlpLstmPolicy):
         return self.unified_heads(self.action_net(self.mlp_extractor.forward_actor(latent)))
 
 
+MlpLstmPolicy = MlpPrevActionLstmPolicy
+CnnLstmPolicy = CnnPrevActionLstmPolicy
 UnifiedMlpLstmPolicy = UnifiedLstmPolicy
 
-__all__ = ["MlpLstmPolicy", "UnifiedLstmPolicy", "UnifiedMlpLstmPolicy"]
+__all__ = ["CnnLstmPolicy", "MlpLstmPolicy", "UnifiedLstmPolicy", "UnifiedMlpLstmPolicy"]

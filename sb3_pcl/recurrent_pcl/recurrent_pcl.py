@@ -18,11 +18,10 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
-from sb3_pcl.common.recurrent import CnnLstmPolicy, MlpLstmPolicy
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 from sb3_pcl.common.statistics import masked_mean, state_kl
 from sb3_pcl.pcl.pcl import PCL
-from sb3_pcl.recurrent_pcl.policies import UnifiedMlpLstmPolicy
+from sb3_pcl.recurrent_pcl.policies import CnnLstmPolicy, MlpLstmPolicy, UnifiedMlpLstmPolicy
 from sb3_pcl.trust_pcl.trust_pcl import TrustPCL
 
 SelfRecurrentPCL = TypeVar("SelfRecurrentPCL", bound="RecurrentPCL")
@@ -57,7 +56,8 @@ class RecurrentPCL(PCL):
         name = type(self).__name__
         if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, MlpLstmPolicy)):
             raise ValueError(
-                f"{name} supports one recurrent policy, 'MlpLstmPolicy' (sb3_pcl.common.recurrent), and its subclasses; "
+                f"{name} supports one recurrent policy, 'MlpLstmPolicy' (sb3_pcl.common.recurrent.MlpPrevActionLstmPolicy, "
+                "not sb3-contrib's policy of that name), and its subclasses; "
                 f"got {getattr(self.policy_class, '__name__', self.policy_class)}"
             )
         if self.policy_step != "gradient":

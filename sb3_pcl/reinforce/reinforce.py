@@ -91,8 +91,9 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     ``load`` refuses a file saved by another algorithm class (``UREX.load`` on a ``Reinforce`` file and the
     reverse: a ``ValueError`` naming both) and re-validates the hyperparameters read from the file.
 
-    :param policy: ``MlpPolicy`` (SB3's actor-critic MLP), ``MlpLstmPolicy`` (LSTM with previous-action
-        input) or a policy class
+    :param policy: ``MlpPolicy`` (SB3's actor-critic MLP), ``MlpLstmPolicy`` (our
+        :class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy`, an LSTM with previous-action input; not
+        sb3-contrib's policy of that name), ``CnnPolicy``, ``CnnLstmPolicy``, ``MultiInputPolicy`` or a policy class
     :param env: an env or VecEnv whose ``reset(seed=...)`` determines the episode, with any number of envs
         (``n_envs`` a multiple of ``num_samples`` is the fast path: each batch is one pass over the envs). The
         rewards and observations must be finite (in float32): others raise a ``ValueError`` naming the env index.

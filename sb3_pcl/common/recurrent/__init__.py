@@ -2,8 +2,8 @@
 Recurrent policies: an LSTM policy whose input includes the previous action (the recurrent policy of the original
 PCL / UREX code), as sb3-contrib's ``common.recurrent`` package lays them out.
 
-- :mod:`~sb3_pcl.common.recurrent.policies`: :class:`MlpLstmPolicy`, :class:`CnnLstmPolicy` and
-  :func:`initial_recurrent_states`
+- :mod:`~sb3_pcl.common.recurrent.policies`: :class:`MlpPrevActionLstmPolicy`, :class:`CnnPrevActionLstmPolicy` (the
+  algorithms' ``"MlpLstmPolicy"`` / ``"CnnLstmPolicy"`` aliases) and :func:`initial_recurrent_states`
 - :mod:`~sb3_pcl.common.recurrent.encoding`: the previous-action input (:func:`action_input_dim`,
   :func:`encode_actions`)
 - :mod:`~sb3_pcl.common.recurrent.episodes`: :func:`play_recurrent_step` and :func:`evaluate_recurrent_episodes`,
@@ -11,19 +11,27 @@ PCL / UREX code), as sb3-contrib's ``common.recurrent`` package lays them out.
   :mod:`sb3_pcl.common.episode_policy` when this package is imported
 - :mod:`~sb3_pcl.common.recurrent.type_aliases`: :data:`LstmActionState`
 
-Every name stays importable from ``sb3_pcl.common.recurrent``, so models saved when this was a single module load.
+Every name stays importable from ``sb3_pcl.common.recurrent``, so models saved when this was a single module load;
+the former class names ``MlpLstmPolicy`` / ``CnnLstmPolicy`` resolve to the renamed classes with a
+``DeprecationWarning``.
 """
 
 from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
 from sb3_pcl.common.recurrent.episodes import evaluate_recurrent_episodes, play_recurrent_step
-from sb3_pcl.common.recurrent.policies import CnnLstmPolicy, FlatFeatures, MlpLstmPolicy, initial_recurrent_states
+from sb3_pcl.common.recurrent.policies import (
+    CnnPrevActionLstmPolicy,
+    FlatFeatures,
+    MlpPrevActionLstmPolicy,
+    initial_recurrent_states,
+)
+from sb3_pcl.common.recurrent.policies import __getattr__ as __getattr__  # the former class names, deprecated
 from sb3_pcl.common.recurrent.type_aliases import LstmActionState
 
 __all__ = [
-    "CnnLstmPolicy",
+    "CnnPrevActionLstmPolicy",
     "FlatFeatures",
     "LstmActionState",
-    "MlpLstmPolicy",
+    "MlpPrevActionLstmPolicy",
     "action_input_dim",
     "encode_actions",
     "evaluate_recurrent_episodes",

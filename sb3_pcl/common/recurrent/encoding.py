@@ -1,4 +1,4 @@
-"""Encoding of the previous action that :class:`~sb3_pcl.common.recurrent.policies.MlpLstmPolicy` feeds its LSTM."""
+"""Encoding of the previous action that :class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy` feeds its LSTM."""
 
 import numpy as np
 import torch as th

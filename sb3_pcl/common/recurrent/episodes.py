@@ -49,7 +49,8 @@ def evaluate_recurrent_episodes(
     expects); steps after an episode's end are evaluated too and do not change the earlier ones (the LSTM is causal):
     mask them.
 
-    :param policy: an :class:`~sb3_pcl.common.recurrent.policies.MlpLstmPolicy` or another sb3-contrib recurrent policy
+    :param policy: an :class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy` or another sb3-contrib
+        recurrent policy
     :param observations: time-major observations ``(T, N, *obs_shape)``
     :param actions: time-major actions ``(T, N, *action_shape)``
     :param mask: unused: every step is evaluated (the generic function's ``(T, N)`` mask of valid steps)

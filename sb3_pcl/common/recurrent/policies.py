@@ -1,12 +1,20 @@
 """
 LSTM policy whose input includes the previous action (the recurrent policy of the original PCL / UREX code).
 
-:class:`MlpLstmPolicy` is sb3-contrib's :class:`~sb3_contrib.common.recurrent.policies.RecurrentActorCriticPolicy`
+:class:`MlpPrevActionLstmPolicy` is sb3-contrib's :class:`~sb3_contrib.common.recurrent.policies.RecurrentActorCriticPolicy`
 with one LSTM shared by the actor and the critic and one change: the LSTM input at step ``t`` is the
 concatenation of the observation features and an encoding of the action taken at step ``t - 1``
 (one-hot per component for ``Discrete`` / ``MultiDiscrete`` actions, the raw vector for ``Box`` and
 ``MultiBinary``; zeros at the first step of an episode). The action logits and the value are linear
 heads on the LSTM output (``net_arch=[]`` by default), so the value is read from the recurrent state.
+
+Names
+    sb3-contrib's ``MlpLstmPolicy`` / ``CnnLstmPolicy`` are its ``RecurrentActorCriticPolicy`` (``(h, c)`` states, a
+    separate critic LSTM by default, no previous-action input); these classes differ, so they have their own names,
+    ``MlpPrevActionLstmPolicy`` and ``CnnPrevActionLstmPolicy``. The strings ``"MlpLstmPolicy"`` and
+    ``"CnnLstmPolicy"`` stay the algorithms' ``policy_aliases`` of them (as in the original code and the rl-zoo3
+    files). The former class names ``MlpLstmPolicy`` / ``CnnLstmPolicy`` of this module still resolve, with a
+    ``DeprecationWarning``, so models saved under them load.
 
 Recurrent state
     The state is a 3-tuple ``(h, c, a)``: sb3-contrib's LSTM hidden and cell states, each of shape
@@ -33,6 +41,7 @@ Off-policy use (PCL, Trust-PCL)
     those, so the carried state always matches the stored actions.
 """
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -50,7 +59,10 @@ from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
 from sb3_pcl.common.recurrent.type_aliases import LstmActionState
 
-__all__ = ["CnnLstmPolicy", "FlatFeatures", "MlpLstmPolicy", "initial_recurrent_states"]
+__all__ = ["CnnPrevActionLstmPolicy", "FlatFeatures", "MlpPrevActionLstmPolicy", "initial_recurrent_states"]
+
+#: former class names of this module (sb3-contrib's names for other policies) -> current ones
+RENAMED_POLICIES = {"MlpLstmPolicy": "MlpPrevActionLstmPolicy", "CnnLstmPolicy": "CnnPrevActionLstmPolicy"}
 
 
 class FlatFeatures(FlattenExtractor):
@@ -66,7 +78,7 @@ class FlatFeatures(FlattenExtractor):
         self._features_dim = int(self._features_dim)
 
 
-class MlpLstmPolicy(RecurrentActorCriticPolicy):
+class MlpPrevActionLstmPolicy(RecurrentActorCriticPolicy):
     """
     LSTM actor-critic policy with the previous action as input and a value head on the LSTM output.
 
@@ -130,7 +142,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         enable_critic_lstm: bool = False,
     ):
         if use_sde:
-            raise ValueError("use_sde must be False: MlpLstmPolicy does not support gSDE")
+            raise ValueError("use_sde must be False: MlpPrevActionLstmPolicy does not support gSDE")
         if not share_features_extractor:
             raise ValueError("share_features_extractor must be True: the actor and the critic share the LSTM")
         if lstm_hidden_size < 1 or n_lstm_layers < 1:
@@ -210,7 +222,8 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         if len(state) == 2 and self.action_input_dim == 0:
             return state[0], state[1], th.zeros((1, state[0].shape[1], 0), device=state[0].device)
         raise ValueError(
-            "MlpLstmPolicy states are (h, c, previous action input) triples (see MlpLstmPolicy.initial_state), "
+            "MlpPrevActionLstmPolicy states are (h, c, previous action input) triples "
+            "(see MlpPrevActionLstmPolicy.initial_state), "
             f"got a tuple of {len(state)} tensors"
         )
 
@@ -511,7 +524,7 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         self.set_training_mode(False)
         obs_tensor, vectorized_env = self.obs_to_tensor(observation)
         if isinstance(obs_tensor, dict):
-            raise ValueError("MlpLstmPolicy does not support Dict observations")
+            raise ValueError("MlpPrevActionLstmPolicy does not support Dict observations")
         n_envs = obs_tensor.shape[0]
         if episode_start is None:
             episode_start = np.zeros(n_envs, dtype=bool)
@@ -529,10 +542,10 @@ class MlpLstmPolicy(RecurrentActorCriticPolicy):
         return numpy_actions, tuple(part.cpu().numpy() for part in next_states)
 
 
-class CnnLstmPolicy(MlpLstmPolicy):
+class CnnPrevActionLstmPolicy(MlpPrevActionLstmPolicy):
     """
-    :class:`MlpLstmPolicy` for image observations: SB3's ``NatureCNN`` (three convolutions and a linear layer, images
-    scaled by 1/255) extracts the features the LSTM reads. The arguments are those of :class:`MlpLstmPolicy`, with
+    :class:`MlpPrevActionLstmPolicy` for image observations: SB3's ``NatureCNN`` (three convolutions and a linear layer, images
+    scaled by 1/255) extracts the features the LSTM reads. The arguments are those of :class:`MlpPrevActionLstmPolicy`, with
     ``features_extractor_class=NatureCNN`` by default (``features_extractor_kwargs=dict(features_dim=...)`` sizes its
     output, 512 by default).
 
@@ -540,7 +553,7 @@ class CnnLstmPolicy(MlpLstmPolicy):
     :param action_space: action space
     :param lr_schedule: learning rate schedule
     :param features_extractor_class: features extractor (default: ``NatureCNN``)
-    :param kwargs: the other arguments of :class:`MlpLstmPolicy`
+    :param kwargs: the other arguments of :class:`MlpPrevActionLstmPolicy`
     """
 
     def __init__(
@@ -560,14 +573,35 @@ def initial_recurrent_states(policy: RecurrentActorCriticPolicy, n_envs: int) ->
     """
     Zero recurrent states of ``n_envs`` sequences for any sb3-contrib recurrent policy.
 
-    :param policy: an :class:`MlpLstmPolicy` (states ``(h, c, previous action input)``) or another
+    :param policy: an :class:`MlpPrevActionLstmPolicy` (states ``(h, c, previous action input)``) or another
         ``RecurrentActorCriticPolicy`` (states ``(h, c)``)
     :param n_envs: number of sequences
     :return: ``RNNStates(pi, vf)``
     """
-    if isinstance(policy, MlpLstmPolicy):
+    if isinstance(policy, MlpPrevActionLstmPolicy):
         state = policy.initial_state(n_envs)
         return RNNStates(state, state)
     n_layers, _, hidden_size = policy.lstm_hidden_state_shape
     zeros = th.zeros((n_layers, n_envs, hidden_size), device=policy.device)
     return RNNStates((zeros, zeros.clone()), (zeros.clone(), zeros.clone()))
+
+
+def __getattr__(name: str) -> type[MlpPrevActionLstmPolicy]:
+    """
+    Resolve the former class names (``MlpLstmPolicy``, ``CnnLstmPolicy``), as a model saved under them is loaded:
+    SB3 serialises ``policy_class`` by module and class name.
+
+    :param name: the attribute looked up
+    :return: the class now named ``RENAMED_POLICIES[name]``, with a ``DeprecationWarning``
+    :raises AttributeError: for any other name
+    """
+    if name in RENAMED_POLICIES:
+        new_name = RENAMED_POLICIES[name]
+        warnings.warn(
+            f"sb3_pcl.common.recurrent.{name} is now named {new_name} (sb3-contrib's {name} is another policy); "
+            f"the string alias {name!r} of the algorithms is unchanged",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new_name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
