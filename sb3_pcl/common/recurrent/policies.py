@@ -9,12 +9,9 @@ concatenation of the observation features and an encoding of the action taken at
 heads on the LSTM output (``net_arch=[]`` by default), so the value is read from the recurrent state.
 
 Names
-    sb3-contrib's ``MlpLstmPolicy`` / ``CnnLstmPolicy`` are its ``RecurrentActorCriticPolicy`` (``(h, c)`` states, a
-    separate critic LSTM by default, no previous-action input); these classes differ, so they have their own names,
-    ``MlpPrevActionLstmPolicy`` and ``CnnPrevActionLstmPolicy``. The strings ``"MlpLstmPolicy"`` and
-    ``"CnnLstmPolicy"`` stay the algorithms' ``policy_aliases`` of them (as in the original code and the rl-zoo3
-    files). The former class names ``MlpLstmPolicy`` / ``CnnLstmPolicy`` of this module still resolve, with a
-    ``DeprecationWarning``, so models saved under them load.
+    sb3-contrib's ``MlpLstmPolicy`` / ``CnnLstmPolicy`` (its ``RecurrentActorCriticPolicy``: ``(h, c)`` states, no
+    previous-action input) are other policies; the strings ``"MlpLstmPolicy"`` / ``"CnnLstmPolicy"`` stay the
+    algorithms' ``policy_aliases`` of ours, and our former class names of those names resolve with a warning.
 
 Recurrent state
     The state is a 3-tuple ``(h, c, a)``: sb3-contrib's LSTM hidden and cell states, each of shape
@@ -588,20 +585,12 @@ def initial_recurrent_states(policy: RecurrentActorCriticPolicy, n_envs: int) ->
 
 def __getattr__(name: str) -> type[MlpPrevActionLstmPolicy]:
     """
-    Resolve the former class names (``MlpLstmPolicy``, ``CnnLstmPolicy``), as a model saved under them is loaded:
-    SB3 serialises ``policy_class`` by module and class name.
-
-    :param name: the attribute looked up
+    :param name: a former class name (``MlpLstmPolicy``, ``CnnLstmPolicy``: SB3 serialises ``policy_class`` by name)
     :return: the class now named ``RENAMED_POLICIES[name]``, with a ``DeprecationWarning``
     :raises AttributeError: for any other name
     """
     if name in RENAMED_POLICIES:
-        new_name = RENAMED_POLICIES[name]
-        warnings.warn(
-            f"sb3_pcl.common.recurrent.{name} is now named {new_name} (sb3-contrib's {name} is another policy); "
-            f"the string alias {name!r} of the algorithms is unchanged",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new_name]
+        message = f"sb3_pcl.common.recurrent.{name} is now named {RENAMED_POLICIES[name]} (sb3-contrib's {name} is "
+        warnings.warn(message + f"another policy); the string alias {name!r} is unchanged", DeprecationWarning, stacklevel=2)
+        return globals()[RENAMED_POLICIES[name]]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
