@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 
 from sb3_pcl import PCL
 from sb3_pcl.common.path_buffer import PathReplayBuffer
-from sb3_pcl.pcl import pcl as pcl_module
+from sb3_pcl.pcl import actor as actor_module
 
 # ----------------------------------------------------------------------------------------------
 # Tiny environments and wrappers
@@ -556,13 +556,13 @@ def _raise(*args, **kwargs):
 
 def test_sample_from_target_uses_target_policy(monkeypatch):
     acting = []
-    sample_actions = pcl_module.sample_actions
+    sample_actions = actor_module.sample_actions
 
     def recording(policy, observation):
         acting.append(policy)
         return sample_actions(policy, observation)
 
-    monkeypatch.setattr(pcl_module, "sample_actions", recording)
+    monkeypatch.setattr(actor_module, "sample_actions", recording)
     model = PCL("MlpPolicy", "CartPole-v1", seed=0, sample_from="target", **FAST)
     model.learn(150)
     assert model._n_updates > 0
@@ -735,6 +735,28 @@ def test_gsde_actions_change_only_when_the_noise_is_redrawn():
     assert {id(p) for p in model.actor.parameters()} == {
         id(p) for p in [*model.policy.parameters(), *model.policy_target.parameters()]
     }
+
+
+@pytest.mark.parametrize("sample_from", ["online", "target"])
+def test_the_actor_acts_with_the_policy_sample_from_names(sample_from):
+    """``model.actor`` is what collection acts through: the online policy's or the target's sampled actions."""
+    model = PCL("MlpPolicy", "Pendulum-v1", seed=0, sample_from=sample_from, **{**FAST, "learning_starts": 0})
+    with th.no_grad():
+        model.policy_target.action_net.bias.add_(5.0)  # the two policies' actions far apart
+    obs = np.array([[1.0, 0.0, 0.5]], dtype=np.float32)
+    model._last_obs = obs
+    acting = model.policy_target if sample_from == "target" else model.policy
+    actions = {}
+    for name, act in [
+        ("actor", lambda: model.actor(obs, sample_from)),
+        ("acting", lambda: acting._predict(th.as_tensor(obs), deterministic=False).detach()),
+        ("collection", lambda: th.as_tensor(model._sample_action(0, n_envs=1)[1])),
+    ]:
+        th.manual_seed(3)
+        actions[name] = act().numpy()
+    np.testing.assert_array_equal(actions["actor"], actions["acting"])
+    np.testing.assert_array_equal(actions["collection"], actions["actor"])
+    assert (float(actions["actor"].mean()) > 2.0) == (sample_from == "target")
 
 
 def test_gsde_squashed_actions_are_stored_in_the_unit_box_and_unscaled_for_the_env():

@@ -1,4 +1,4 @@
-"""Acting: sampling a policy's actions cheaply, from them the actions the env receives, and gSDE's noise controls."""
+"""Acting: sampling a policy's actions cheaply, and from them the actions the env receives."""
 
 import contextlib
 from collections.abc import Iterator
@@ -75,31 +75,3 @@ def to_env_actions(policy: BasePolicy, action_space: spaces.Space, sampled: np.n
     if policy.squash_output:
         return policy.unscale_action(sampled)
     return np.clip(sampled, action_space.low, action_space.high)
-
-
-class ActingPolicies(th.nn.Module):
-    """
-    The networks that act, the online and the lagged target policy (either acts, by ``sample_from``): the module an
-    off-policy algorithm's ``actor`` is in SB3, with the gSDE controls that SB3's
-    :meth:`OffPolicyAlgorithm.collect_rollouts` and its logs call on it.
-
-    New noise matrices are drawn for both policies alike, so that either can act; the logged standard deviation is the
-    online policy's.
-
-    :param policy: the online policy
-    :param policy_target: the target policy
-    """
-
-    def __init__(self, policy: ActorCriticPolicy, policy_target: ActorCriticPolicy):
-        super().__init__()
-        self.policy = policy
-        self.policy_target = policy_target
-
-    def reset_noise(self, n_envs: int = 1) -> None:
-        """:param n_envs: number of envs (one noise matrix each)"""
-        self.policy.reset_noise(n_envs)
-        self.policy_target.reset_noise(n_envs)
-
-    def get_std(self) -> th.Tensor:
-        """:return: the online policy's gSDE standard deviations, ``(latent_dim, action_dim)``"""
-        return self.policy.action_dist.get_std(self.policy.log_std)  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from stable_baselines3.common.torch_layers import MlpExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
 from stable_baselines3.common.utils import FloatSchedule
 
-from sb3_pcl.common.actions import ActingPolicies, no_distribution_checks, sample_actions, to_env_actions
+from sb3_pcl.common.actions import no_distribution_checks, to_env_actions
 from sb3_pcl.common.consistency import (
     Consistency,
     consistency_loss,
@@ -49,6 +49,7 @@ from sb3_pcl.common.validation import (
     is_int,
     is_real,
 )
+from sb3_pcl.pcl.actor import SAMPLE_FROM, PCLActor
 from sb3_pcl.pcl.policies import (
     CnnPolicy,
     MlpPolicy,
@@ -62,7 +63,6 @@ from sb3_pcl.pcl.policy_steps import POLICY_STEPS, PolicyStep
 from sb3_pcl.pcl.value_fits import VALUE_FITS, ValueFit
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
-SAMPLE_FROM = ("online", "target")
 #: what to check when the env returns a value the algorithm cannot use
 ENV_OUTPUT_HINT = "Check the environment (SB3's VecCheckNan wrapper raises at the step that produces the value)."
 
@@ -169,8 +169,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     policy: ActorCriticPolicy
     policy_target: ActorCriticPolicy
     replay_buffer: PathReplayBuffer  # type: ignore[assignment]
-    #: the acting networks, what SB3's off-policy collection reads as ``actor`` (gSDE's noise controls)
-    actor: ActingPolicies
+    #: the acting network (SB3's name): samples the actions of ``policy`` or ``policy_target`` (``sample_from``)
+    actor: PCLActor
     _value_fit: ValueFit
     #: the policy step other than the default gradient step (``None``: the gradient step, taken in ``_train_on_batch``)
     _policy_step: PolicyStep | None
@@ -334,7 +334,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self.policy_target.load_state_dict(self.policy.state_dict())
         self.policy_target.set_training_mode(False)
         self.policy_target.requires_grad_(False)
-        self.actor = ActingPolicies(self.policy, self.policy_target)
+        self.actor = PCLActor(self.policy, self.policy_target)
         self._polyak_params: tuple[list[th.Tensor], list[th.Tensor]] = (
             list(self.policy.parameters()),
             list(self.policy_target.parameters()),
@@ -431,8 +431,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             # stored as the policy would have sampled it: in [-1, 1] for a squashing policy
             return self.policy.scale_action(sampled) if self.policy.squash_output else sampled
         assert self._last_obs is not None
-        acting = self.policy_target if self.sample_from == "target" else self.policy
-        sampled = sample_actions(acting, self._last_obs).cpu().numpy()  # type: ignore[arg-type]
+        sampled = self.actor(self._last_obs, self.sample_from).cpu().numpy()
         return sampled.reshape((n_envs, *(self.action_space.shape or ())))
 
     def _on_step(self) -> None:
