@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from benchmarks.reporting import markdown_table, steps
+from benchmarks.reporting import markdown_table, saved_figure, steps
 
 try:
     from rliable import library as rly_library
@@ -479,20 +479,14 @@ def _plot(
     the figure (``labels``: the axis properties)."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     cmap = matplotlib.colormaps["tab10"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for index, algo in enumerate(aggregate.scores):
-        draw(ax, algo, cmap(index % 10))
-    (ax.axvline if at_one == "x" else ax.axhline)(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set(title=f"{aggregate.suite}: {title}", **labels)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
+        for index, algo in enumerate(aggregate.scores):
+            draw(ax, algo, cmap(index % 10))
+        (ax.axvline if at_one == "x" else ax.axhline)(1.0, color="gray", linestyle="--", linewidth=1)
+        ax.set(title=f"{aggregate.suite}: {title}", **labels)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
 
 
 def plot_performance_profile(

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.reporting import markdown_table
+from benchmarks.reporting import markdown_table, saved_figure
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "replay"
@@ -160,34 +160,26 @@ def report_lines(runs: list[dict[str, Any]]) -> list[str]:
 
 def plot(runs: list[dict[str, Any]], baseline: list[dict[str, Any]], baseline_label: str, path: Path) -> None:
     """Write the RSS curves (left) and the adds/s once full against the buffer size (right) to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
-    colors: dict[str, Any] = {}
-    for label, group, style in (("", runs, "-"), (baseline_label, baseline, "--")):
-        for run in group:
-            adds, mib = np.array(run["rss_samples"], dtype=float).T
-            key = f"{run['scenario']} {run['buffer_size']:,}"
-            line = left.plot(adds / run["buffer_size"], mib, style, color=colors.get(key), marker=".")[0]
-            colors.setdefault(key, line.get_color())
-            if not label:
-                line.set_label(key)
-        for scenario, rows in by_scenario(group).items():
-            sizes, speeds = [r["buffer_size"] for r in rows], [r["adds_per_s_full"] for r in rows]
-            name = f"{scenario} ({label})" if label else scenario
-            line = right.plot(sizes, speeds, style, marker="o", label=name, color=colors.get(scenario))[0]
-            colors.setdefault(scenario, line.get_color())
-    left.axvline(1.0, color="grey", linewidth=0.8)
-    left.set(xlabel="transitions added / buffer size", ylabel="RSS (MiB)", title="Resident memory (dashed: baseline)")
-    right.set(xscale="log", yscale="log", xlabel="buffer size", ylabel="adds/s once full", title="Cost of an add")
-    for axis in (left, right):
-        axis.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with saved_figure(path, 1, 2, dpi=110, figsize=(13, 5)) as (_, (left, right)):
+        colors: dict[str, Any] = {}
+        for label, group, style in (("", runs, "-"), (baseline_label, baseline, "--")):
+            for run in group:
+                adds, mib = np.array(run["rss_samples"], dtype=float).T
+                key = f"{run['scenario']} {run['buffer_size']:,}"
+                line = left.plot(adds / run["buffer_size"], mib, style, color=colors.get(key), marker=".")[0]
+                colors.setdefault(key, line.get_color())
+                if not label:
+                    line.set_label(key)
+            for scenario, rows in by_scenario(group).items():
+                sizes, speeds = [r["buffer_size"] for r in rows], [r["adds_per_s_full"] for r in rows]
+                name = f"{scenario} ({label})" if label else scenario
+                line = right.plot(sizes, speeds, style, marker="o", label=name, color=colors.get(scenario))[0]
+                colors.setdefault(scenario, line.get_color())
+        left.axvline(1.0, color="grey", linewidth=0.8)
+        left.set(xlabel="transitions added / buffer size", ylabel="RSS (MiB)", title="Resident memory (dashed: baseline)")
+        right.set(xscale="log", yscale="log", xlabel="buffer size", ylabel="adds/s once full", title="Cost of an add")
+        for axis in (left, right):
+            axis.legend(fontsize=7)
 
 
 def write_report(result: dict[str, Any], baseline: dict[str, Any] | None, out: Path) -> None:

@@ -34,6 +34,8 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from benchmarks.reporting import saved_figure
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "demonstrations"
 ENV_ID, THRESHOLD = "CartPole-v1", 475.0
@@ -201,24 +203,16 @@ def write_report(args: argparse.Namespace, teacher: dict[str, Any], frame: pd.Da
 
 
 def plot(args: argparse.Namespace, frame: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(7, 4.2))
-    for (condition, name), color in zip(CONDITIONS.items(), ("tab:gray", "tab:blue"), strict=True):
-        curves = frame[frame["condition"] == condition].pivot(index="timesteps", columns="seed", values="mean_return")
-        axis.plot(curves.index, curves.to_numpy(), color=color, alpha=0.3, linewidth=0.8)
-        axis.plot(curves.index, curves.mean(axis=1), color=color, linewidth=2, label=f"{name} (mean)")
-    axis.axhline(THRESHOLD, color="black", linestyle="--", linewidth=0.8)
-    axis.set_xlabel("env steps")
-    axis.set_ylabel(f"evaluation return ({args.eval_episodes} episodes)")
-    axis.set_title(f"PCL on {ENV_ID}, seeds {', '.join(map(str, args.seeds))} (thin lines: seeds)")
-    axis.legend(loc="lower right")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    with saved_figure(path, figsize=(7, 4.2)) as (_, axis):
+        for (condition, name), color in zip(CONDITIONS.items(), ("tab:gray", "tab:blue"), strict=True):
+            curves = frame[frame["condition"] == condition].pivot(index="timesteps", columns="seed", values="mean_return")
+            axis.plot(curves.index, curves.to_numpy(), color=color, alpha=0.3, linewidth=0.8)
+            axis.plot(curves.index, curves.mean(axis=1), color=color, linewidth=2, label=f"{name} (mean)")
+        axis.axhline(THRESHOLD, color="black", linestyle="--", linewidth=0.8)
+        axis.set_xlabel("env steps")
+        axis.set_ylabel(f"evaluation return ({args.eval_episodes} episodes)")
+        axis.set_title(f"PCL on {ENV_ID}, seeds {', '.join(map(str, args.seeds))} (thin lines: seeds)")
+        axis.legend(loc="lower right")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -43,7 +43,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from benchmarks import harness
-from benchmarks.reporting import markdown_table, number
+from benchmarks.reporting import markdown_table, number, saved_figure
 from benchmarks.reporting import steps as format_steps
 
 #: Logged statistics shown in the summary when the algorithm records them (``train/<name>``), in this order
@@ -130,36 +130,28 @@ def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, st
 
 def plot(summary: pd.DataFrame, title: str, path: Path) -> None:
     """Save the block means: the return and its components, episode length, and each logged statistic, against steps."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     components = [column for column in summary.columns if column == "return" or column.startswith(COMPONENT_PREFIX)]
     others = [column for column in ("length", "terminated", "policy_std", *TRAIN_STATS) if column in summary.columns]
     panels = 1 + len(others)
     cols = 3
     rows = math.ceil(panels / cols)
-    figure, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
-    steps = summary["steps"]
-    axis = axes[0][0]
-    for column in components:
-        axis.plot(steps, summary[column], marker=".", label=column)
-    axis.set_title("episode return and its components")
-    axis.legend(fontsize=7)
-    for index, column in enumerate(others, start=1):
-        axis = axes[index // cols][index % cols]
-        axis.plot(steps, summary[column], marker=".")
-        axis.set_title(column)
-    for index in range(panels, rows * cols):
-        axes[index // cols][index % cols].axis("off")
-    for row_axes in axes:
-        for axis in row_axes:
-            axis.set_xlabel("env steps")
-    figure.suptitle(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=90)
-    plt.close(figure)
+    with saved_figure(path, rows, cols, dpi=90, figsize=(4.2 * cols, 3.0 * rows), squeeze=False) as (figure, axes):
+        steps = summary["steps"]
+        axis = axes[0][0]
+        for column in components:
+            axis.plot(steps, summary[column], marker=".", label=column)
+        axis.set_title("episode return and its components")
+        axis.legend(fontsize=7)
+        for index, column in enumerate(others, start=1):
+            axis = axes[index // cols][index % cols]
+            axis.plot(steps, summary[column], marker=".")
+            axis.set_title(column)
+        for index in range(panels, rows * cols):
+            axes[index // cols][index % cols].axis("off")
+        for row_axes in axes:
+            for axis in row_axes:
+                axis.set_xlabel("env steps")
+        figure.suptitle(title)
 
 
 def diagnose(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -79,3 +82,26 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> l
     """:return: The lines of a markdown table (``|`` inside a cell escaped)"""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return lines + ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
+
+
+@contextlib.contextmanager
+def saved_figure(path: str | Path, *grid: int, dpi: int = 100, **subplots: Any) -> Iterator[tuple[Any, Any]]:
+    """
+    A matplotlib figure (Agg backend) for the block, then laid out, saved to ``path`` and closed.
+
+    :param grid: ``plt.subplots``' rows and columns
+    :param subplots: ``plt.subplots``' keyword arguments (``figsize``, ``squeeze``, ...)
+    :return: ``plt.subplots``' ``(figure, axes)``
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(*grid, **subplots)
+    try:
+        yield fig, axes
+        fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
+    finally:
+        plt.close(fig)

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.reporting import markdown_table
+from benchmarks.reporting import markdown_table, saved_figure
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "speed"
@@ -415,28 +415,20 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
 
 
 def _plot(runs: dict[str, Any], before: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     specs = list(runs)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(specs) + 2), 4.5))
-    width = 0.4 if before else 0.6
-    positions = list(range(len(specs)))
-    if before:
-        old = [_throughput(before[spec]) if spec in before else 0.0 for spec in specs]
-        ax.bar([p - width / 2 for p in positions], old, width, label="before", color="#bbbbbb")
-    now = [_throughput(runs[spec]) for spec in specs]
-    ax.bar([p + (width / 2 if before else 0) for p in positions], now, width, label="now", color="#3070b0")
-    ax.set_xticks(positions, [spec.replace(":", "\n") for spec in specs])
-    ax.set_ylabel("env steps per CPU second (training included)")
-    ax.set_title("Median throughput, one torch thread")
-    if before:
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    with saved_figure(path, figsize=(max(6.0, 1.1 * len(specs) + 2), 4.5)) as (_, ax):
+        width = 0.4 if before else 0.6
+        positions = list(range(len(specs)))
+        if before:
+            old = [_throughput(before[spec]) if spec in before else 0.0 for spec in specs]
+            ax.bar([p - width / 2 for p in positions], old, width, label="before", color="#bbbbbb")
+        now = [_throughput(runs[spec]) for spec in specs]
+        ax.bar([p + (width / 2 if before else 0) for p in positions], now, width, label="now", color="#3070b0")
+        ax.set_xticks(positions, [spec.replace(":", "\n") for spec in specs])
+        ax.set_ylabel("env steps per CPU second (training included)")
+        ax.set_title("Median throughput, one torch thread")
+        if before:
+            ax.legend()
 
 
 def build_parser() -> argparse.ArgumentParser:
