@@ -30,20 +30,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import ctypes.util
 import dataclasses
 import fcntl
 import functools
+import io
 import json
 import logging
 import math
 import os
 import platform
 import shlex
-import signal
 import sys
-import traceback
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,8 +50,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from benchmarks import harness
-from benchmarks.checkpoint import default_checkpoint_root, read_state, remove_checkpoints
+from benchmarks import backends, harness, reporting
+from benchmarks.algorithms import get_algorithm_class, load_hyperparams, resolve_entry, zoo_v4_id
+from benchmarks.checkpoint import default_checkpoint_root, read_state, write_atomically
+from benchmarks.summary import draw_on_clock, finish_invocation, save_plot, start_invocation
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +65,6 @@ RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
 RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below"}
 CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
-#: Bootstrap resamples of the report's 95% intervals (fixed seed: the report is reproducible)
-BOOTSTRAP_REPS = 10_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,19 +182,19 @@ def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any]) -> 
     hyperparams_dir = run.get("hyperparams_dir", spec.get("hyperparams_dir"))
     zoo_v4_entries = bool(run.get("zoo_v4_entries", spec.get("zoo_v4_entries", False)))
     algo = str(run["algo"])
-    harness.get_algorithm_class(algo)
+    get_algorithm_class(algo)
     tasks = []
     for env in envs:
-        file, key = harness.resolve_entry(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))
+        file, key = resolve_entry(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))
         content = yaml.safe_load(file.read_text()) or {}
         if key not in content:
             raise ValueError(f"{file} has no entry for {env} (nor a default one); see zoo_v4_entries and entry")
-        if key == "default" and harness.zoo_v4_id(env) in content:  # the untuned default where a tuned entry exists
+        if key == "default" and zoo_v4_id(env) in content:  # the untuned default where a tuned entry exists
             raise ValueError(
-                f"{file} has no entry for {env} but one for {harness.zoo_v4_id(env)}: give zoo_v4_entries: true to run "
+                f"{file} has no entry for {env} but one for {zoo_v4_id(env)}: give zoo_v4_entries: true to run "
                 "that tuned entry (or entry: default to run the untuned default on purpose)"
             )
-        harness.load_hyperparams(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))  # a variant's too
+        load_hyperparams(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))  # a variant's too
         for seed in seeds:
             task = harness.RunTask(
                 algo,
@@ -275,52 +273,26 @@ def store_rows(task: harness.RunTask, git: str, frame: pd.DataFrame) -> None:
         new = frame.reindex(columns=list(COLUMNS))
         new["git"] = [known.get(key, git) for key in _row_keys(new)]
         merged = pd.concat([part for part in (old[~_is_run(old, task)], new) if len(part)], ignore_index=True)
-        harness._atomic_write_csv(merged.reindex(columns=list(COLUMNS)), out / harness.EVALUATIONS_FILENAME)
+        write_atomically(out / harness.EVALUATIONS_FILENAME, merged.reindex(columns=list(COLUMNS)).to_csv(index=False))
 
 
 def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
     """Record a finished run: its rows, then its entry in ``run_metadata.json`` (status ``done`` or ``stopped``)."""
-    import io
-
-    git = harness.machine_info()["git"]
+    git = harness.git_revision()
     store_rows(task, git, pd.read_csv(io.StringIO(csv_text)))
     out = Path(task.out_dir)
     with _locked(task):
-        everything = harness._read_json(out / harness.RUN_METADATA_FILENAME, {})
+        everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
         status = "stopped" if metadata.get("stopped_by_rule") else "done"
-        everything[task.name] = {**metadata, "status": status, "git": git, "finished": harness._now()}
+        everything[task.name] = {**metadata, "status": status, "git": git, "finished": harness.now()}
         text = json.dumps(dict(sorted(everything.items())), indent=2) + "\n"
-        harness._atomic_write_text(out / harness.RUN_METADATA_FILENAME, text)
+        write_atomically(out / harness.RUN_METADATA_FILENAME, text)
         (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
 
 
-def _die_with_parent() -> None:
-    """
-    On Linux, have the kernel kill this worker process when the process that started it dies (``PR_SET_PDEATHSIG``):
-    a ``run`` command killed alone (``kill PID``, ``kill -9 PID``) leaves no worker training on, which a second ``run``
-    would otherwise duplicate. Elsewhere nothing is done (kill the whole process group there).
-    """
-    if sys.platform != "linux":
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
-        if os.getppid() == 1:  # the parent died before the call
-            os._exit(1)
-
-
-def run_task(task: harness.RunTask) -> dict[str, Any]:
-    """Worker entry point: train one run (resuming it), store its rows as it goes and its result; never raises."""
-    _die_with_parent()
-    git = harness.machine_info()["git"]
-    try:
-        frame, metadata = harness.run_experiment(task, functools.partial(store_rows, task, git))
-    except Exception:
-        return harness._record_failure(task, traceback.format_exc())
-    store_run(task, frame.to_csv(index=False), metadata)
-    if task.checkpoint_dir is not None:
-        remove_checkpoints(task.checkpoint_dir)
-    return harness._success(task.name, metadata)
+def progress_rows(task: harness.RunTask) -> functools.partial[None]:
+    """:return: Where a worker writes a run's evaluations after each one: its rows of ``evaluations.csv``"""
+    return functools.partial(store_rows, task, harness.git_revision())
 
 
 # ---------------------------------------------------------------------------------------------------- status
@@ -331,7 +303,7 @@ def run_states(campaign: Campaign) -> pd.DataFrame:
         ``"10M steps"``), ``cpu_left_s`` (estimated; NaN when unknown) and ``last_return``
     """
     frame = read_evaluations(campaign.out)
-    metadata = harness._read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
+    metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     rows = []
     for task in campaign.tasks:
         run = frame[_is_run(frame, task)].sort_values("timesteps")
@@ -353,7 +325,7 @@ def run_states(campaign: Campaign) -> pd.DataFrame:
                 "state": status,
                 "timesteps": steps,
                 "cpu_time_s": cpu,
-                "budget": f"{task.cpu_budget:g} CPU-s" if task.cpu_budget else f"{harness._steps(task.steps)} steps",
+                "budget": f"{task.cpu_budget:g} CPU-s" if task.cpu_budget else f"{reporting.steps(task.steps)} steps",
                 "cpu_left_s": 0.0 if status in ("done", "stopped") else _cpu_left(task, steps, cpu, frame),
                 "last_return": float(run["mean_return"].iloc[-1]) if len(run) else math.nan,
             }
@@ -381,7 +353,7 @@ def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
     for row in states.itertuples():
         last = "" if math.isnan(row.last_return) else f"  last return {row.last_return:.1f}"
         lines.append(
-            f"{row.name:<{width}}  {row.state:<7}  {harness._steps(float(row.timesteps)):>6} steps  "
+            f"{row.name:<{width}}  {row.state:<7}  {reporting.steps(float(row.timesteps)):>6} steps  "
             f"{row.cpu_time_s:>7.0f} CPU-s  (budget {row.budget}){last}"
         )
     counts = states["state"].value_counts()
@@ -406,77 +378,64 @@ def value_at(run: pd.DataFrame, clock: str, mark: float) -> tuple[float, float] 
     return float(after["mean_return"].iloc[0]), float(after["timesteps"].iloc[0])
 
 
-def bootstrap_interval(values: Sequence[float], reps: int = BOOTSTRAP_REPS, seed: int = 0) -> tuple[float, float]:
-    """:return: The percentile bootstrap 95% interval of the mean of ``values`` (resampling them); NaN for fewer than 2"""
-    array = np.asarray(values, dtype=float)
-    if len(array) < 2:
-        return math.nan, math.nan
-    means = np.random.default_rng(seed).choice(array, size=(reps, len(array)), replace=True).mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
+def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
+    """:return: The percentile bootstrap 95% interval of the mean of ``values`` (resampling them, fixed seed: the
+    report is reproducible); NaN for fewer than 2"""
+    finite = len(values) >= 2 and all(math.isfinite(value) for value in values)
+    return reporting.bootstrap_interval(values) if finite else (math.nan, math.nan)
+
+
+def _report_row(algo: str, at: str, per_seed: Sequence[float | None], steps: Sequence[float]) -> list[str]:
+    """:return: A row of the report's table: the values of the seeds there (``None``: not there), their mean and
+    bootstrap interval, and the mean of ``steps``"""
+    values = [value for value in per_seed if value is not None]
+    low, high = bootstrap_interval(values)
+    return [
+        algo,
+        at,
+        f"{len(values)}/{len(per_seed)}",
+        reporting.number(float(np.mean(values))) if values else "-",
+        "-" if math.isnan(low) else f"[{reporting.number(low)}, {reporting.number(high)}]",
+        " / ".join("-" if value is None else reporting.number(value) for value in per_seed),
+        reporting.steps(float(np.mean(steps))) if len(steps) else "-",
+    ]
 
 
 def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     """:return: The markdown lines of the report's tables, one section per env"""
     clock, marks = campaign.report_marks
     unit = "CPU-s" if clock == "cpu_time_s" else "steps"
-    label = (lambda mark: f"{mark / 60:g} CPU-min") if clock == "cpu_time_s" else (lambda mark: harness._steps(mark))
-    lines = []
+    label = (lambda mark: f"{mark / 60:g} CPU-min") if clock == "cpu_time_s" else (lambda mark: reporting.steps(mark))
+    lines = [
+        f"At each mark ({unit}): each seed's first evaluation at or after it (a seed not there yet, or stopped before, "
+        "shows -), their mean and a percentile bootstrap 95% interval of the mean over seeds "
+        f"({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation. Best so far: each "
+        "seed's best evaluation after step 0 up to now (the paper's metric), Env steps there: the steps each seed has "
+        "reached.\n",
+    ]
     for env in dict.fromkeys(task.env for task in campaign.tasks):
-        lines += [f"## {env}", ""]
         rows = []
         for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
             runs = frame[(frame["algo"] == algo) & (frame["env"] == env)]
             if not len(runs):
                 continue
             for mark in marks:
-                found = {seed: value_at(run, clock, mark) for seed, run in runs.groupby("seed")}
-                values = [value[0] for value in found.values() if value is not None]
-                low, high = bootstrap_interval(values)
-                per_seed = " / ".join("-" if value is None else harness._number(value[0]) for value in found.values())
-                steps = [value[1] for value in found.values() if value is not None]
-                rows.append(
-                    [
-                        algo,
-                        label(mark),
-                        f"{len(values)}/{len(found)}",
-                        harness._number(float(np.mean(values))) if values else "-",
-                        "-" if math.isnan(low) else f"[{harness._number(low)}, {harness._number(high)}]",
-                        per_seed,
-                        harness._steps(float(np.mean(steps))) if steps else "-",
-                    ]
-                )
+                found = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
+                steps = [value[1] for value in found if value is not None]
+                rows.append(_report_row(algo, label(mark), [None if value is None else value[0] for value in found], steps))
             best = runs[runs["timesteps"] > 0].groupby("seed")["mean_return"].max()
             end = runs.sort_values("timesteps").groupby("seed").tail(1)
-            low, high = bootstrap_interval(best.tolist())
-            rows.append(
-                [
-                    algo,
-                    "best so far",
-                    f"{len(best)}/{len(best)}",
-                    harness._number(float(best.mean())),
-                    "-" if math.isnan(low) else f"[{harness._number(low)}, {harness._number(high)}]",
-                    " / ".join(harness._number(value) for value in best),
-                    harness._steps(float(end["timesteps"].mean())),
-                ]
-            )
+            rows.append(_report_row(algo, "best so far", best.tolist(), end["timesteps"].tolist()))
         header = ["Algorithm", "At", "Seeds there", "Mean return", "95% CI (bootstrap)", "Per seed", "Env steps"]
-        lines += [*harness._markdown_table(header, rows), ""]
-        lines += [f"![{env} against env steps]({harness._safe_name(env)}_steps.png)", ""]
-        lines += [f"![{env} against CPU seconds]({harness._safe_name(env)}_cpu.png)", ""]
-    lines.insert(
-        0,
-        f"At each mark ({unit}): each seed's first evaluation at or after it (a seed not there yet, or stopped before, "
-        "shows -), their mean and a percentile bootstrap 95% interval of the mean over seeds "
-        f"({BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation. Best so far: each seed's best "
-        "evaluation after step 0 up to now (the paper's metric), Env steps there: the steps each seed has reached.\n",
-    )
+        lines += [f"## {env}", "", *reporting.markdown_table(header, rows), ""]
+        lines += [f"![{env} against env steps]({harness.safe_name(env)}_steps.png)", ""]
+        lines += [f"![{env} against CPU seconds]({harness.safe_name(env)}_cpu.png)", ""]
     return lines
 
 
 def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
-    """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env: per algorithm the mean over seeds (thick) and each
-    seed (thin), against env steps and against CPU seconds of training. :return: The written files"""
+    """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env: per algorithm the mean over seeds with a min-max band,
+    against env steps and against CPU seconds of training. :return: The written files"""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -493,32 +452,15 @@ def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
         ):
             fig, ax = plt.subplots(figsize=(7, 4.5))
             for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
-                runs = env_frame[env_frame["algo"] == algo]
-                if not len(runs):
-                    continue
-                times, curves = harness.curves_on_clock(runs, clock)
-                with np.errstate(all="ignore"):
-                    mean = np.nanmean(np.where(np.isnan(curves), np.nan, curves), axis=0)
-                (line,) = ax.plot(times, mean, drawstyle="steps-post", linewidth=2, label=f"{algo} ({len(curves)} seeds)")
-                for curve in curves:
-                    ax.plot(times, curve, drawstyle="steps-post", linewidth=0.7, alpha=0.5, color=line.get_color())
-            ax.set_title(env)
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel("evaluation return\n(mean over seeds; thin: each seed)")
-            ax.grid(alpha=0.3)
-            ax.legend(loc="best", fontsize="small")
-            fig.tight_layout()
-            path = campaign.out / f"{harness._safe_name(env)}_{suffix}.png"
-            fig.savefig(path, dpi=100)
-            plt.close(fig)
-            paths.append(path)
+                if (env_frame["algo"] == algo).any():
+                    draw_on_clock(ax, env_frame[env_frame["algo"] == algo], clock, algo)
+            path = campaign.out / f"{harness.safe_name(env)}_{suffix}.png"
+            paths.append(save_plot(fig, ax, env, xlabel, {"eval"}, path))
     return paths
 
 
 def write_report(campaign: Campaign) -> Path:
     """Write ``<out>/results.md`` and the plots from ``evaluations.csv``. :return: The path of ``results.md``"""
-    import warnings
-
     frame = read_evaluations(campaign.out).dropna(subset=["timesteps"])
     states = run_states(campaign)
     lines = [f"# Campaign `{campaign.path.name}`", ""] + ([campaign.notes.strip(), ""] if campaign.notes else [])
@@ -527,18 +469,18 @@ def write_report(campaign: Campaign) -> Path:
         warnings.simplefilter("ignore", RuntimeWarning)  # means over seeds not there yet
         lines += report_tables(campaign, frame)
         plot_campaign(campaign, frame)
-    metadata = harness._read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
+    metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     sources = sorted({(meta["algo"], meta["env"], meta.get("hyperparams_source", "?")) for meta in metadata.values()})
     if sources:
-        lines += ["## Hyperparameters", "", *harness._markdown_table(["Algorithm", "Env", "Entry"], sources), ""]
-    config = harness._read_json(campaign.out / harness.CONFIG_FILENAME, {"invocations": []})
+        lines += ["## Hyperparameters", "", *reporting.markdown_table(["Algorithm", "Env", "Entry"], sources), ""]
+    config = harness.read_json(campaign.out / harness.CONFIG_FILENAME, {"invocations": []})
     rows = [
         [f"`{entry['command']}`", entry.get("machine", {}).get("git", "?"), entry["started"], entry.get("finished") or "-"]
         for entry in config["invocations"]
     ]
-    lines += ["## Invocations", "", *harness._markdown_table(["Command", "Git", "Started", "Finished"], rows), ""]
+    lines += ["## Invocations", "", *reporting.markdown_table(["Command", "Git", "Started", "Finished"], rows), ""]
     path = campaign.out / SUMMARY_FILENAME
-    harness._atomic_write_text(path, "\n".join(lines))
+    write_atomically(path, "\n".join(lines))
     return path
 
 
@@ -555,7 +497,7 @@ def run_campaign(
     in their order, then write the report.
 
     :param workers: Parallel worker processes (``local``) or CPUs of a new local Ray instance (``ray`` without address)
-    :param backend: ``local`` or ``ray`` (:func:`benchmarks.harness._execute`)
+    :param backend: ``local`` or ``ray`` (:func:`benchmarks.backends.execute`)
     :param address: With ``ray``: the cluster's head (``HOST:PORT`` or ``auto``)
     :param command: The command line recorded in ``config.json``
     :return: One result per run executed
@@ -605,19 +547,13 @@ def _run_unfinished(
     }
     with contextlib.ExitStack() as stack:
         if backend == "ray" and todo:
-            invocation["ray"] = stack.enter_context(harness._ray_session(workers, address))
-        invocation.update(machine=harness.machine_info(), started=harness._now(), finished=None, runs_executed=len(todo))
-        config_path = campaign.out / harness.CONFIG_FILENAME
-        config = harness._read_json(config_path, {"invocations": []})
-        config.setdefault("invocations", []).append(invocation)
-        harness._atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
+            invocation["ray"] = stack.enter_context(backends.ray_session(workers, address))
+        invocation.update(machine=harness.machine_info(), started=harness.now(), finished=None, runs_executed=len(todo))
+        start_invocation(campaign.out / harness.CONFIG_FILENAME, invocation)
         logger.info("Running %d of %d run(s) of %s on %s", len(todo), len(campaign.tasks), campaign.path, backend)
-        results = harness._execute(todo, workers, False, backend, worker=run_task, store=store_run) if todo else []
+        results = backends.execute(todo, workers, store_run, progress_rows, backend) if todo else []
     failed = sorted(result["name"] for result in results if not result["ok"])
-    harness._record_finished_invocation(config_path, invocation, failed)
-    for task in todo:  # a Ray run stores its files on the driver: its checkpoints go once it is recorded
-        if task.name not in failed and task.checkpoint_dir is not None:
-            remove_checkpoints(task.checkpoint_dir)
+    finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
     write_report(campaign)
     return results
 
@@ -640,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
     run.add_argument("--workers", type=int, default=1, help="parallel runs (default 1; each run uses one core)")
     run.add_argument("--nice", type=int, default=10, help="niceness added to this process and its workers (default 10)")
-    run.add_argument("--backend", choices=harness.BACKENDS, default="local", help="local worker processes, or Ray tasks")
+    run.add_argument("--backend", choices=backends.BACKENDS, default="local", help="local worker processes, or Ray tasks")
     run.add_argument("--address", default=None, help="with --backend ray: HOST:PORT of the cluster's head, or auto")
     run.add_argument("--quiet", action="store_true", help="only warnings")
     return parser

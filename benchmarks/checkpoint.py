@@ -52,8 +52,9 @@ def _fsync_folder(folder: Path) -> None:
             os.fsync(handle.fileno())
 
 
-def _replace_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, flushed to disk first."""
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, flushed to disk first: a process killed at
+    any moment leaves the old file or the new one, whole."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w") as handle:
         handle.write(text)
@@ -188,7 +189,7 @@ def save_checkpoint(run_dir: str | Path, model: BaseAlgorithm, state: Mapping[st
     np.savez(folder / "rng.npz", allow_pickle=False, **_rng_arrays())
     (folder / STATE_FILENAME).write_text(json.dumps(state, indent=1) + "\n")
     _fsync_folder(folder)
-    _replace_text(run_dir / LATEST_FILENAME, folder.name + "\n")
+    write_atomically(run_dir / LATEST_FILENAME, folder.name + "\n")
     for old in run_dir.glob("ckpt-*"):
         if old != folder and re.fullmatch(r"ckpt-\d+", old.name):
             shutil.rmtree(old, ignore_errors=True)

@@ -27,27 +27,38 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import json
 import logging
-import math
+import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.checkpoint import CHECKPOINT_DIR_ENV, default_checkpoint_root
+import pandas as pd
+
+from benchmarks import backends
+from benchmarks.algorithms import ALGORITHMS, get_algorithm_class, split_variant, variant_overrides_path
+from benchmarks.checkpoint import CHECKPOINT_DIR_ENV, default_checkpoint_root, write_atomically
 from benchmarks.harness import (
-    ALGORITHMS,
-    BACKENDS,
+    CONFIG_FILENAME,
+    PROGRESS_SUFFIX,
+    RUNS_DIRNAME,
     TIME_BUDGET_STEP_CAP,
     VEC_ENV_TYPES,
-    parse_ray_address,
-    run_grid,
-    split_variant,
-    variant_overrides_path,
-    write_summary,
+    RunTask,
+    _task_options,
+    machine_info,
+    now,
+    run_checkpoint_dir,
 )
+from benchmarks.summary import completed_runs, finish_invocation, merge_runs, start_invocation, write_summary
+
+logger = logging.getLogger(__name__)
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
@@ -111,6 +122,125 @@ def refusal_to_write(out: str | Path, skip_existing: bool) -> str | None:
             "--skip-existing, or give --force to overwrite"
         )
     return None
+
+
+def write_run_files(task: RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
+    """Store a finished run of a grid: ``runs/<run>.json``, then ``runs/<run>.csv`` (it marks a completed run); drop
+    its ``.err`` and its progress file."""
+    runs_dir = Path(task.out_dir) / RUNS_DIRNAME
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(runs_dir / f"{task.name}.json", json.dumps(metadata, indent=2) + "\n")
+    write_atomically(runs_dir / f"{task.name}.csv", csv_text)
+    for suffix in (".err", PROGRESS_SUFFIX):
+        (runs_dir / f"{task.name}{suffix}").unlink(missing_ok=True)
+
+
+def progress_file(task: RunTask) -> Path:
+    """:return: Where a run of a grid writes its evaluations so far (``runs/<run>.csv.partial``)"""
+    runs_dir = Path(task.out_dir) / RUNS_DIRNAME
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    return runs_dir / f"{task.name}{PROGRESS_SUFFIX}"
+
+
+def run_grid(
+    algos: Sequence[str],
+    envs: Sequence[str],
+    seeds: Sequence[int],
+    out_dir: str | Path = "benchmarks/runs/latest",
+    workers: int | None = None,
+    skip_existing: bool = False,
+    thresholds: Mapping[str, float] | None = None,
+    command: str | None = None,
+    fresh_process_per_run: bool = False,
+    backend: str = "local",
+    address: str | None = None,
+    checkpoint_root: str | Path | None = None,
+    **settings: Any,
+) -> pd.DataFrame:
+    """
+    Run every (algo, env, seed), record the invocation in ``config.json``, merge the results and write ``results.md``
+    and the plots (:func:`benchmarks.summary.write_summary`).
+
+    :param workers: Local worker processes, or CPUs of a new local Ray instance (default: ``os.cpu_count()``)
+    :param backend: ``local``: a pool of ``workers`` processes on this machine; ``ray``: one Ray task of one CPU per
+        run, on a new local Ray instance of ``workers`` CPUs or on the cluster at ``address`` (results and failures are
+        written here either way)
+    :param address: With ``ray``: ``auto`` or ``HOST:PORT`` of a running cluster's head
+    :param checkpoint_root: Give every run checkpoints under this folder
+        (:func:`benchmarks.harness.run_checkpoint_dir`), written every ``checkpoint_every`` CPU seconds; a run started
+        again resumes from its last one
+    :param settings: The run options of :class:`benchmarks.harness.RunTask` (``steps`` and ``eval_freq`` required).
+        With ``cpu_budget`` (CPU seconds of training per run), ``steps`` is a cap (``TIME_BUDGET_STEP_CAP`` for none)
+    :return: All evaluations in ``out_dir``
+    :raises ValueError: for bad settings, before anything is written
+    """
+    if backend not in backends.BACKENDS:
+        raise ValueError(f"backend must be one of {backends.BACKENDS}, got {backend!r}")
+    if address is not None and backend != "ray":
+        raise ValueError(f"address {address!r} is only used by the ray backend, not by {backend!r}")
+    if address is not None:
+        backends.parse_ray_address(address)
+    if backend == "ray" and settings.get("device", "cpu") != "cpu":
+        raise ValueError(f"the ray backend gives each run one CPU and no GPU: device must be cpu, not {settings['device']!r}")
+    algos, envs, seeds = list(algos), list(envs), [int(seed) for seed in seeds]
+    if not algos or not envs or not seeds:
+        raise ValueError("algos, envs and seeds must not be empty")
+    for name, values in (("algos", algos), ("envs", envs), ("seeds", seeds)):
+        if len(set(values)) != len(values):
+            raise ValueError(f"duplicate entries in {name}: {values}")
+    out = Path(out_dir)
+    settings["env_packages"] = tuple(settings.get("env_packages", ()))
+    if settings.get("hyperparams_dir") is not None:
+        settings["hyperparams_dir"] = str(settings["hyperparams_dir"])
+    template = RunTask("", "", 0, out_dir=str(out), **settings)  # checks the settings
+    for algo in algos:  # fail fast, not once per run
+        get_algorithm_class(algo)
+        if split_variant(algo)[1] is not None:
+            variant_overrides_path(algo, template.hyperparams_dir)
+    tasks = [
+        dataclasses.replace(
+            template,
+            algo=algo,
+            env=env,
+            seed=seed,
+            threshold=(thresholds or {}).get(env),
+            checkpoint_dir=None if checkpoint_root is None else run_checkpoint_dir(checkpoint_root, out, algo, env, seed),
+        )
+        for env in envs
+        for algo in algos
+        for seed in seeds
+    ]
+    existing = completed_runs(out) if skip_existing else set()
+    todo = [task for task in tasks if task.name not in existing]
+    workers = workers or os.cpu_count() or 1
+    per_run = ("algo", "env", "seed", "out_dir", "threshold")
+    invocation: dict[str, Any] = {
+        "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
+        "algos": algos,
+        "envs": envs,
+        "seeds": seeds,
+        **{key: value for key, value in _task_options(template).items() if key not in per_run},
+        "workers": workers,
+        "skip_existing": skip_existing,
+        "thresholds": dict(thresholds or {}),
+        "backend": backend,
+    }
+    with contextlib.ExitStack() as stack:
+        if backend == "ray" and todo:  # connect before recording the invocation: a bad address leaves no trace
+            invocation["ray"] = stack.enter_context(backends.ray_session(workers, address))
+        invocation.update(machine=machine_info(), started=now(), finished=None, runs_executed=len(todo), runs_failed=[])
+        (out / RUNS_DIRNAME).mkdir(parents=True, exist_ok=True)
+        start_invocation(out / CONFIG_FILENAME, invocation)
+        where = f"Ray ({invocation['ray']['address']})" if "ray" in invocation else f"{workers} worker(s)"
+        logger.info("Running %d run(s) (%d skipped) on %s into %s", len(todo), len(tasks) - len(todo), where, out)
+        results = backends.execute(todo, workers, write_run_files, progress_file, backend, fresh_process_per_run)
+    failed = sorted(result["name"] for result in results if not result["ok"])
+    finish_invocation(out / CONFIG_FILENAME, invocation, failed)
+    frame = merge_runs(out, drop=failed)
+    write_summary(out, thresholds)
+    if failed:
+        logger.warning("%d run(s) failed: %s (tracebacks in %s)", len(failed), ", ".join(failed), out / RUNS_DIRNAME)
+    return frame
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--backend",
-        choices=BACKENDS,
+        choices=backends.BACKENDS,
         default="local",
         help="local: worker processes on this machine (default); ray: one Ray task of one CPU per run, on a local Ray "
         'instance of --workers CPUs or on the cluster at --address (needs pip install -e ".[ray]")',
@@ -267,48 +397,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = shlex.join(["python", "-m", "benchmarks.run", *argv])
 
     if args.summary_only:
-        path = write_summary(args.out, thresholds)
-        logging.getLogger(__name__).info("Wrote %s", path)
+        logger.info("Wrote %s", write_summary(args.out, thresholds))
         return 0
 
     if not args.algos or not args.envs or (args.steps is None and args.cpu_budget is None):
         parser.error("--algos, --envs and --steps (or --cpu-budget) are required unless --summary-only is given")
-    for name in ("cpu_budget", "eval_cpu_seconds", "checkpoint_every"):
-        value = getattr(args, name)
-        if value is not None and not (math.isfinite(value) and value > 0):
-            parser.error(f"--{name.replace('_', '-')} must be a positive number of seconds, got {value}")
-    if args.cpu_budget is not None and args.vec_env == "subproc":
-        parser.error(
-            "--cpu-budget with --vec-env subproc: a run's process CPU time leaves out its env worker processes; "
-            "use --vec-env dummy"
-        )
     if args.checkpoint_dir is not None and args.checkpoint_every is None:
         parser.error("--checkpoint-dir needs --checkpoint-every")
-    steps = args.steps if args.steps is not None else TIME_BUDGET_STEP_CAP
-    if args.eval_freq is not None:
-        eval_freq = args.eval_freq
-    else:
-        eval_freq = TIME_BUDGET_STEP_CAP if args.steps is None else max(args.steps // 20, 1)
     if args.backend != "ray" and args.address is not None:
         parser.error("--address needs --backend ray")
     if args.backend == "ray" and args.device != "cpu":
         parser.error(f"--backend ray gives each run one CPU and no GPU: --device must be cpu, not {args.device!r}")
-    try:
-        if args.address is not None:
-            parse_ray_address(args.address)
-    except ValueError as exc:
-        parser.error(str(exc))
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     refusal = None if args.force else refusal_to_write(args.out, args.skip_existing)
     if refusal is not None:
         parser.error(refusal)
-    for algo in args.algos:
-        try:
-            if split_variant(algo)[1] is not None:
-                variant_overrides_path(algo, args.hyperparams_dir)
-        except (ValueError, FileNotFoundError) as exc:
-            parser.error(str(exc))
+    if args.eval_freq is None:
+        args.eval_freq = TIME_BUDGET_STEP_CAP if args.steps is None else max(args.steps // 20, 1)
     checkpoints: dict[str, Any] = {}
     if args.checkpoint_every is not None:
         checkpoints = {"checkpoint_root": args.checkpoint_dir or default_checkpoint_root()}
@@ -324,8 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             thresholds=thresholds,
             command=command,
             fresh_process_per_run=args.fresh_process_per_run,
-            steps=steps,
-            eval_freq=eval_freq,
+            steps=args.steps if args.steps is not None else TIME_BUDGET_STEP_CAP,
+            eval_freq=args.eval_freq,
             n_eval_episodes=args.eval_episodes,
             hyperparams_dir=args.hyperparams_dir,
             device=args.device,
@@ -341,15 +447,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             backend=args.backend,
             address=args.address,
         )
-    except (ImportError, ConnectionError) as exc:  # the ray backend: Ray missing, no cluster at --address
-        if args.backend != "ray":
-            raise
-        parser.error(str(exc))
+    except (ValueError, FileNotFoundError, ImportError, ConnectionError) as exc:  # bad settings; the ray backend: Ray
+        parser.error(str(exc))  # missing, no cluster at --address (all raised before anything is written)
     expected = {(algo, env, seed) for algo in args.algos for env in args.envs for seed in args.seeds}
     present = set(zip(frame["algo"], frame["env"], frame["seed"].astype(int), strict=True))
-    missing = expected - present
-    logging.getLogger(__name__).info("Wrote %s/results.md (%d evaluations)", args.out, len(frame))
-    return 1 if missing else 0
+    logger.info("Wrote %s/results.md (%d evaluations)", args.out, len(frame))
+    return 1 if expected - present else 0
 
 
 if __name__ == "__main__":

@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import harness
-from benchmarks.run import main, parse_thresholds
+from benchmarks import algorithms, backends, harness, reporting
+from benchmarks.run import main, parse_thresholds, run_grid, write_run_files
+from benchmarks.summary import finish_invocation, resolve_thresholds, summarize_results, threshold_crossings
 
-RESULTS_DIR = harness.REPO_ROOT / "benchmarks" / "results"
-CAMPAIGNS_DIR = harness.REPO_ROOT / "benchmarks" / "campaigns"
+RESULTS_DIR = algorithms.REPO_ROOT / "benchmarks" / "results"
+CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
 #: harness result folders (``speed/learning``: the learning runs redone after the speed work of issue #34;
 #: ``mujoco/wall_clock``: the equal-wall-clock comparison of issue #35; ``classic_fresh``: PCL against PPO on seeds no
 #: entry was chosen on, issue #43)
@@ -108,23 +109,23 @@ def _hand_made_frame() -> pd.DataFrame:
 
 def test_threshold_logic() -> None:
     frame = _hand_made_frame()
-    crossings = harness.threshold_crossings(frame, 100.0)
+    crossings = threshold_crossings(frame, 100.0)
     assert crossings["reached"].tolist() == [True, True, False]
     assert crossings["timesteps"].tolist()[:2] == [200.0, 100.0] and math.isnan(crossings["timesteps"].iloc[2])
     # the untrained policy of seed 2 reaches the threshold at step 0, which only counts on request
-    assert harness.threshold_crossings(frame, 100.0, exclude_initial=False)["timesteps"].tolist() == [200.0, 100.0, 0.0]
+    assert threshold_crossings(frame, 100.0, exclude_initial=False)["timesteps"].tolist() == [200.0, 100.0, 0.0]
 
-    row = harness.summarize_results(frame, {"Env-v0": 100.0}).iloc[0]
+    row = summarize_results(frame, {"Env-v0": 100.0}).iloc[0]
     assert row["n_seeds"] == 3 and row["n_reached"] == 2 and row["finals"] == {0: 100.0, 1: 90.0, 2: 60.0}
     assert row["final_mean"] == pytest.approx((100 + 90 + 60) / 3)
     assert row["final_std"] == pytest.approx(np.std([100, 90, 60]))
     assert row["best_mean"] == pytest.approx((100 + 120 + 100) / 3)
     assert math.isnan(row["steps_to_threshold"]) and math.isnan(row["curriculum_final"])
     # without the seed that never reaches it: median over seeds of the first crossing
-    row = harness.summarize_results(frame[frame["seed"] < 2], {"Env-v0": 100.0}).iloc[0]
+    row = summarize_results(frame[frame["seed"] < 2], {"Env-v0": 100.0}).iloc[0]
     assert row["steps_to_threshold"] == 150.0 and row["wall_to_threshold"] == 1.5
-    assert harness.summarize_results(frame, {}).iloc[0]["n_reached"] == 0
-    assert [harness._steps(value) for value in (150.0, 25008.0, 2_160_000.0, 5e6, math.nan)] == [
+    assert summarize_results(frame, {}).iloc[0]["n_reached"] == 0
+    assert [reporting.steps(value) for value in (150.0, 25008.0, 2_160_000.0, 5e6, math.nan)] == [
         "150",
         "25k",
         "2.16M",
@@ -132,7 +133,7 @@ def test_threshold_logic() -> None:
         "-",
     ]
 
-    resolved = harness.resolve_thresholds(["CartPole-v1", "Pendulum-v1", "Env-v0"], {"Env-v0": 3.0})
+    resolved = resolve_thresholds(["CartPole-v1", "Pendulum-v1", "Env-v0"], {"Env-v0": 3.0})
     assert resolved == {"CartPole-v1": (475.0, "env spec"), "Pendulum-v1": (None, "none"), "Env-v0": (3.0, "override")}
 
 
@@ -175,7 +176,7 @@ def test_models_are_built_by_rl_zoo3(tmp_path: Path) -> None:
     from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
     (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
-    assert harness.load_hyperparams("ppo", "CartPole-v1", tmp_path) == ({}, f"{tmp_path / 'ppo.yml'} [CartPole-v1]")
+    assert algorithms.load_hyperparams("ppo", "CartPole-v1", tmp_path) == ({}, f"{tmp_path / 'ppo.yml'} [CartPole-v1]")
     experiment = harness.make_experiment("ppo", "CartPole-v1", seed=3, hyperparams_dir=tmp_path)
     model = experiment.model
     try:
@@ -202,33 +203,33 @@ def test_models_are_built_by_rl_zoo3(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="Hyperparameters not found"):
         harness.make_experiment("ppo", "Acrobot-v1", 0, tmp_path)
     # a folder without the algorithm's file falls back to the file shipped with rl_zoo3
-    assert harness.hyperparams_path("a2c", tmp_path).parts[-3:] == ("rl_zoo3", "hyperparams", "a2c.yml")
-    assert harness.hyperparams_path("recurrentppo").name == "ppo_lstm.yml"
-    assert harness.hyperparams_path("recurrent_pcl") == harness.REPO_HYPERPARAMS_DIR / "recurrent_pcl.yml"
+    assert algorithms.hyperparams_path("a2c", tmp_path).parts[-3:] == ("rl_zoo3", "hyperparams", "a2c.yml")
+    assert algorithms.hyperparams_path("recurrentppo").name == "ppo_lstm.yml"
+    assert algorithms.hyperparams_path("recurrent_pcl") == algorithms.REPO_HYPERPARAMS_DIR / "recurrent_pcl.yml"
 
 
 def test_unknown_algorithm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"Unknown algorithm 'nope'.*ppo"):
-        harness.get_algorithm_class("nope")
+        algorithms.get_algorithm_class("nope")
     with pytest.raises(ValueError, match="Unknown algorithm 'nope'"):
-        harness.run_grid(["nope"], ["CartPole-v1"], [0], tmp_path, steps=100, eval_freq=50)
+        run_grid(["nope"], ["CartPole-v1"], [0], tmp_path, steps=100, eval_freq=50)
     with pytest.raises(SystemExit):
         main(["--algos", "nope", "--envs", "CartPole-v1", "--steps", "100", "--out", str(tmp_path)])
-    monkeypatch.setitem(harness.ALGORITHMS, "ghost", harness.AlgorithmSpec("stable_baselines3", "Ghost", "ghost", False))
+    monkeypatch.setitem(algorithms.ALGORITHMS, "ghost", algorithms.AlgorithmSpec("stable_baselines3", "Ghost", "ghost", False))
     with pytest.raises(ImportError, match=r"'ghost'.*stable_baselines3\.Ghost"):
-        harness.get_algorithm_class("ghost")
-    assert harness.get_algorithm_class("ppo").__name__ == "PPO"
-    assert harness.get_algorithm_class("sac").__name__ == "SAC" and harness.get_algorithm_class("td3").__name__ == "TD3"
+        algorithms.get_algorithm_class("ghost")
+    assert algorithms.get_algorithm_class("ppo").__name__ == "PPO"
+    assert algorithms.get_algorithm_class("sac").__name__ == "SAC" and algorithms.get_algorithm_class("td3").__name__ == "TD3"
 
 
 def test_variants(tmp_path: Path) -> None:
     """``ppo+small`` = PPO with its entry updated by ppo+small.yml (env entry, else default); clear errors otherwise."""
     (tmp_path / "ppo.yml").write_text(HYPERPARAMS_YAML)
     (tmp_path / "ppo+small.yml").write_text("CartPole-v1:\n  n_steps: 8\n  n_epochs: 2\ndefault:\n  n_envs: 3\n")
-    overrides, source = harness.load_hyperparams("ppo+small", "CartPole-v1", tmp_path)
+    overrides, source = algorithms.load_hyperparams("ppo+small", "CartPole-v1", tmp_path)
     assert overrides == {"n_steps": 8, "n_epochs": 2}
     assert source == f"{tmp_path / 'ppo.yml'} [CartPole-v1] + {tmp_path / 'ppo+small.yml'} [CartPole-v1]"
-    assert harness.load_hyperparams("ppo+small", "MountainCar-v0", tmp_path)[0] == {"n_envs": 3}
+    assert algorithms.load_hyperparams("ppo+small", "MountainCar-v0", tmp_path)[0] == {"n_envs": 3}
     experiment = harness.make_experiment("ppo+small", "CartPole-v1", seed=0, hyperparams_dir=tmp_path)
     try:
         assert type(experiment.model).__name__ == "PPO" and experiment.model.n_steps == 8 and experiment.model.n_epochs == 2
@@ -238,20 +239,20 @@ def test_variants(tmp_path: Path) -> None:
     assert harness.run_name("ppo+small", "sb3_pcl/Copy-v0", 1) == "ppo-small__sb3_pcl-Copy-v0__seed1"
 
     with pytest.raises(ValueError, match=r"Unknown algorithm 'nope' in 'nope\+small'"):
-        harness.load_hyperparams("nope+small", "CartPole-v1", tmp_path)
+        algorithms.load_hyperparams("nope+small", "CartPole-v1", tmp_path)
     with pytest.raises(ValueError, match="Invalid variant name"):
-        harness.split_variant("ppo+")
+        algorithms.split_variant("ppo+")
     with pytest.raises(FileNotFoundError, match=r"'ppo\+other' needs an override file"):
-        harness.load_hyperparams("ppo+other", "CartPole-v1", tmp_path)
+        algorithms.load_hyperparams("ppo+other", "CartPole-v1", tmp_path)
     (tmp_path / "ppo+envonly.yml").write_text("CartPole-v1:\n  n_steps: 8\n")
     with pytest.raises(ValueError, match="no entry for 'Acrobot-v1' and no 'default' entry"):
-        harness.load_hyperparams("ppo+envonly", "Acrobot-v1", tmp_path)
+        algorithms.load_hyperparams("ppo+envonly", "Acrobot-v1", tmp_path)
     with pytest.raises(SystemExit):
         main(["--algos", "ppo+other", "--envs", "CartPole-v1", "--steps", "100", "--out", str(tmp_path / "out")])
 
 
 def test_failing_run_is_recorded(tmp_path: Path) -> None:
-    result = harness._run_task(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(tmp_path)))
+    result = backends.run_local(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(tmp_path)), write_run_files)
     assert not result["ok"]
     err = (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.err").read_text()
     assert "Traceback" in err and "NoSuchEnv" in err
@@ -311,7 +312,7 @@ sb3_pcl/Copy-v0:
 def test_curriculum_length_recorded(tmp_path: Path) -> None:
     (tmp_path / "urex.yml").write_text(UREX_YAML)
     out = tmp_path / "grid"
-    harness.run_grid(
+    run_grid(
         ["urex"], ["sb3_pcl/Copy-v0"], [0], out, workers=1, steps=600, eval_freq=200, n_eval_episodes=1,
         hyperparams_dir=tmp_path, metric="train",
     )  # fmt: skip
@@ -336,7 +337,7 @@ def test_algorithmic_vec_env_gives_the_same_runs(tmp_path: Path) -> None:
     columns = ["timesteps", "mean_return", "std_return", "curriculum_length"]
     pd.testing.assert_frame_equal(frames["dummy"][columns], frames["algorithmic"][columns])
     with pytest.raises(ValueError, match="vec_env"):
-        harness.run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], tmp_path / "bad", steps=100, eval_freq=50, vec_env="fast")
+        run_grid(["urex"], ["sb3_pcl/Copy-v0"], [0], tmp_path / "bad", steps=100, eval_freq=50, vec_env="fast")
 
 
 def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) -> None:
@@ -346,17 +347,17 @@ def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) 
     second = {"command": "run B", "started": "t1", "finished": None}
     config_path.write_text(json.dumps({"invocations": [first, second]}))
     # A finishes holding a stale copy from before B started; B's entry must survive.
-    harness._record_finished_invocation(config_path, dict(first), ["a_failed"])
+    finish_invocation(config_path, dict(first), ["a_failed"])
     entries = json.loads(config_path.read_text())["invocations"]
     assert [entry["command"] for entry in entries] == ["run A", "run B"]
     assert entries[0]["finished"] is not None and entries[0]["runs_failed"] == ["a_failed"]
     assert entries[1]["finished"] is None
-    harness._record_finished_invocation(config_path, dict(second), [])
+    finish_invocation(config_path, dict(second), [])
     entries = json.loads(config_path.read_text())["invocations"]
     assert all(entry["finished"] is not None for entry in entries) and len(entries) == 2
     # An entry that vanished from the file (e.g. the file was replaced) is appended again.
     config_path.write_text(json.dumps({"invocations": []}))
-    harness._record_finished_invocation(config_path, dict(first), [])
+    finish_invocation(config_path, dict(first), [])
     assert [entry["command"] for entry in json.loads(config_path.read_text())["invocations"]] == ["run A"]
 
 
@@ -367,7 +368,7 @@ def test_concurrent_invocations_keep_each_others_config_entries(tmp_path: Path) 
 def _shipped_entries() -> list[tuple[str, str, list[str]]]:
     """:return: ``(algo, env, comment lines right above the entry)`` of every entry of ``hyperparams/*.yml``"""
     entries = []
-    for path in sorted(harness.REPO_HYPERPARAMS_DIR.glob("*.yml")):
+    for path in sorted(algorithms.REPO_HYPERPARAMS_DIR.glob("*.yml")):
         comments: list[str] = []
         for line in path.read_text().splitlines():
             if line.startswith("#"):
@@ -427,12 +428,12 @@ OLD_ARGUMENTS = (
 
 
 def test_yaml_files_use_the_current_argument_names() -> None:
-    paths = [*harness.REPO_HYPERPARAMS_DIR.glob("*.yml"), *harness.VARIANTS_HYPERPARAMS_DIR.glob("*+*.yml")]
+    paths = [*algorithms.REPO_HYPERPARAMS_DIR.glob("*.yml"), *algorithms.VARIANTS_HYPERPARAMS_DIR.glob("*+*.yml")]
     for path in paths:
         for env, entry in (yaml.safe_load(path.read_text()) or {}).items():
             old = sorted(set(entry or {}) & set(OLD_ARGUMENTS))
             assert not old, f"{path.name} [{env}] uses renamed arguments {old}"
-            if harness.split_variant(path.stem)[0] in ("pcl", "trust_pcl"):
+            if algorithms.split_variant(path.stem)[0] in ("pcl", "trust_pcl"):
                 assert "Lstm" not in str((entry or {}).get("policy")), (
                     f"{path.name} [{env}]: recurrent policies go to recurrent_*.yml"
                 )
@@ -463,13 +464,13 @@ def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
     # and so do the campaigns' runs (benchmarks/campaigns/*.yml), written before their results
     campaign_runs = [run for path in CAMPAIGNS_DIR.glob("*.yml") for run in yaml.safe_load(path.read_text())["runs"]]
     sources += " " + " ".join(f"benchmarks/hyperparams/{run['algo']}.yml" for run in campaign_runs)
-    for path in harness.VARIANTS_HYPERPARAMS_DIR.glob("*.yml"):
+    for path in algorithms.VARIANTS_HYPERPARAMS_DIR.glob("*.yml"):
         assert f"benchmarks/hyperparams/{path.name}" in sources, (
             f"benchmarks/hyperparams/{path.name} backs no committed result"
         )
-    for algo in {run["algo"] for run in runs if harness.VARIANT_SEPARATOR in run["algo"]}:
-        harness.variant_overrides_path(algo)
-    assert len(list(harness.VARIANTS_HYPERPARAMS_DIR.iterdir())) <= 20
+    for algo in {run["algo"] for run in runs if algorithms.VARIANT_SEPARATOR in run["algo"]}:
+        algorithms.variant_overrides_path(algo)
+    assert len(list(algorithms.VARIANTS_HYPERPARAMS_DIR.iterdir())) <= 20
 
 
 def test_shipped_entries_and_committed_runs_build() -> None:
@@ -485,19 +486,19 @@ def test_shipped_entries_and_committed_runs_build() -> None:
         from_variants_dir = sources.get((algo, env), "").startswith("benchmarks/hyperparams/")
         # SAC and TD3 read rl-zoo3's v4 entries under the v5 ids (--zoo-v4-entries): "... [HalfCheetah-v4 for HalfCheetah-v5]"
         zoo_v4_entries = f" for {env}]" in sources.get((algo, env), "")
-        base = harness.split_variant(algo)[0]
+        base = algorithms.split_variant(algo)[0]
         off_policy = ("pcl", "trust_pcl", "recurrent_pcl", "recurrent_trust_pcl", "sac", "td3")
         overrides = {"buffer_size": 1000} if base in off_policy else {}
         experiment = harness.make_experiment(
             algo,
             env,
             0,
-            harness.VARIANTS_HYPERPARAMS_DIR if from_variants_dir else None,
+            algorithms.VARIANTS_HYPERPARAMS_DIR if from_variants_dir else None,
             overrides=overrides,
             eval_env=False,
             zoo_v4_entries=zoo_v4_entries,
         )
         try:
-            assert type(experiment.model).__name__ == harness.ALGORITHMS[base].attribute
+            assert type(experiment.model).__name__ == algorithms.ALGORITHMS[base].attribute
         finally:
             _close(experiment)

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from run_testing import Crash, CrashAt
 
-from benchmarks import campaign, checkpoint, harness
+from benchmarks import algorithms, campaign, checkpoint, harness
 
-CAMPAIGNS_DIR = harness.REPO_ROOT / "benchmarks" / "campaigns"
+CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
 PAPER = {"HalfCheetah-v5": 7057, "Swimmer-v5": 297, "Hopper-v5": 3805, "Walker2d-v5": 5027, "Ant-v5": 6104}
 MUJOCO = ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5"]
 
@@ -162,7 +162,7 @@ def test_cpu_hour_campaign_file() -> None:
     assert [task.seed for task in loaded.tasks] == [0] * 15 + [1] * 15 + [2] * 15
     assert loaded.report_marks == ("cpu_time_s", (900.0, 1800.0, 3600.0))
     sac = loaded.tasks[5]
-    assert harness.load_hyperparams("sac", sac.env, sac.hyperparams_dir, sac.zoo_v4_entries)[1].endswith(
+    assert algorithms.load_hyperparams("sac", sac.env, sac.hyperparams_dir, sac.zoo_v4_entries)[1].endswith(
         "[HalfCheetah-v4 for HalfCheetah-v5]"
     )
 
@@ -182,15 +182,15 @@ def test_paper_table1_campaign_file() -> None:
         assert task.entry == "Ant-v5" and task.steps == 10_000_000 and task.eval_freq == 250_000
         assert task.n_eval_episodes == 10 and task.cpu_budget is None
         assert task.stop_below == (3_000_000, 0.25 * PAPER[task.env])
-        overrides, source = harness.load_hyperparams(task.algo, task.env, entry=task.entry)
+        overrides, source = algorithms.load_hyperparams(task.algo, task.env, entry=task.entry)
         assert source.startswith(f"hyperparams/trust_pcl.yml [Ant-v5{'' if task.env == 'Ant-v5' else f' for {task.env}'}]")
         assert overrides == {} if task in pilot else overrides in allowed
-    notes = (harness.REPO_ROOT / "benchmarks" / "results" / "paper_table1" / "NOTES.md").read_text()
+    notes = (algorithms.REPO_ROOT / "benchmarks" / "results" / "paper_table1" / "NOTES.md").read_text()
     assert "## Stop rule of the pilot" in notes and all(f"| {PAPER[env] * 0.25:g} |" in notes for env in PAPER)
 
 
 def test_status_of_the_checked_in_campaigns_in_one_call(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    files = sorted(str(path) for path in (harness.REPO_ROOT / "benchmarks" / "campaigns").glob("*.yml"))
+    files = sorted(str(path) for path in (algorithms.REPO_ROOT / "benchmarks" / "campaigns").glob("*.yml"))
     assert campaign.main(["status", *files, "--checkpoint-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert all(f"{file}:\n" in text for file in files) and text.count("runs: ") == len(files)

@@ -11,8 +11,8 @@ from types import ModuleType
 import pandas as pd
 import pytest
 
-from benchmarks import harness
-from benchmarks.run import main
+from benchmarks import backends, harness
+from benchmarks.run import main, run_grid
 
 #: Two algorithms (an SB3 baseline and one of this package's), two seeds and an env that does not exist (two failures)
 GRID = [
@@ -34,7 +34,7 @@ def _without_times(metadata: dict) -> dict:
 
 
 def test_ray_backend_gives_the_local_backends_results(ray_module: ModuleType, tmp_path: Path) -> None:
-    folders = {backend: tmp_path / backend for backend in harness.BACKENDS}
+    folders = {backend: tmp_path / backend for backend in backends.BACKENDS}
     for backend, out in folders.items():
         # the runs on NoSuchEnv-v0 fail: exit code 1, the other runs go on
         assert main([*GRID, "--backend", backend, "--out", str(out)]) == 1
@@ -80,7 +80,7 @@ def test_remote_task_returns_the_files_and_writes_nothing(tmp_path: Path) -> Non
     """On a cluster the Ray task may run where the output folder does not exist: it sends the files' content back."""
     out = tmp_path / "not_on_this_node"
     task = harness.RunTask("a2c", "CartPole-v1", 3, 100, 50, 1, out_dir=str(out))
-    result = harness._run_task_remote(task, os.getcwd())
+    result = backends.run_remote(task, os.getcwd())
     assert result["ok"] and result["name"] == "a2c__CartPole-v1__seed3" and not out.exists()
     frame, metadata = harness.run_experiment(task)
     returned = pd.read_csv(io.StringIO(result["csv"]))
@@ -88,9 +88,9 @@ def test_remote_task_returns_the_files_and_writes_nothing(tmp_path: Path) -> Non
     pd.testing.assert_frame_equal(returned[SAME_COLUMNS], frame[SAME_COLUMNS])
     assert _without_times({"run": result["metadata"]}) == _without_times({"run": metadata})
 
-    failed = harness._run_task_remote(task, str(tmp_path / "no_such_checkout"))
+    failed = backends.run_remote(task, str(tmp_path / "no_such_checkout"))
     assert not failed["ok"] and "every machine needs the checkout at the same path" in failed["traceback"]
-    failed = harness._run_task_remote(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(out)), os.getcwd())
+    failed = backends.run_remote(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(out)), os.getcwd())
     assert not failed["ok"] and failed["traceback"].rstrip().endswith("KeyError: 'NoSuchEnv-v0'") and not out.exists()
 
 
@@ -108,12 +108,12 @@ def test_backend_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixtu
             main([*grid, *options])
         assert error.value.code == 2 and message in capsys.readouterr().err
     with pytest.raises(ValueError, match="backend must be one of"):
-        harness.run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, steps=100, eval_freq=50, backend="dask")
+        run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, steps=100, eval_freq=50, backend="dask")
     with pytest.raises(ValueError, match="only used by the ray backend"):
-        harness.run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, steps=100, eval_freq=50, address="auto")
-    assert harness.parse_ray_address("auto") is None
-    assert harness.parse_ray_address("10.0.0.2:6379") == ("10.0.0.2", 6379)
-    assert harness.parse_ray_address("ray://[::1]:10001") == ("::1", 10001)
+        run_grid(["a2c"], ["CartPole-v1"], [0], tmp_path, steps=100, eval_freq=50, address="auto")
+    assert backends.parse_ray_address("auto") is None
+    assert backends.parse_ray_address("10.0.0.2:6379") == ("10.0.0.2", 6379)
+    assert backends.parse_ray_address("ray://[::1]:10001") == ("::1", 10001)
     assert not (tmp_path / "out").exists() and not (tmp_path / "config.json").exists()
 
 
@@ -122,7 +122,7 @@ def test_missing_ray_names_the_extra(
 ) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     with pytest.raises(ImportError, match=r'pip install -e "\.\[ray\]"'):
-        harness._import_ray()
+        backends.import_ray()
     with pytest.raises(SystemExit) as error:
         main([*GRID, "--backend", "ray", "--out", str(tmp_path / "out")])
     assert error.value.code == 2 and 'pip install -e ".[ray]"' in capsys.readouterr().err

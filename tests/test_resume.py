@@ -14,7 +14,7 @@ import torch as th
 from run_testing import Crash, CrashAt
 from stable_baselines3.common.callbacks import BaseCallback
 
-from benchmarks import checkpoint, harness
+from benchmarks import algorithms, checkpoint, harness
 
 #: Small entries for the runs (``hyperparams_dir``): a2c with VecNormalize, SAC with a small replay
 ENTRIES = {
@@ -173,7 +173,7 @@ def test_checkpoint_root_and_run_folders(tmp_path: Path, monkeypatch: pytest.Mon
     one = harness.run_checkpoint_dir(tmp_path, "runs/a", "pcl", "CartPole-v1", 0)
     assert one != harness.run_checkpoint_dir(tmp_path, "other/a", "pcl", "CartPole-v1", 0)  # folders never share
     # a folder inside the repository is named by its path there: another checkout of it resumes the same runs
-    inside = harness.REPO_ROOT / "benchmarks" / "results" / "x"
+    inside = algorithms.REPO_ROOT / "benchmarks" / "results" / "x"
     key = hashlib.sha256(b"benchmarks/results/x").hexdigest()[:10]
     assert harness.run_checkpoint_dir(tmp_path, inside, "pcl", "CartPole-v1", 0) == str(
         tmp_path.resolve() / f"x-{key}" / "pcl__CartPole-v1__seed0"

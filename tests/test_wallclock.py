@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import harness
+from benchmarks import algorithms, backends, harness
 from benchmarks.run import main
+from benchmarks.summary import time_budget_evaluations, write_summary
 
 STEP_CAP = 10_000_000
 BUDGET_GRID = [
@@ -102,7 +103,7 @@ def test_equal_time_table_from_hand_made_runs(tmp_path: Path, budget_key: str, t
     _write_folder(out, budget_key)
     frame = pd.read_csv(out / "evaluations.csv")
     metadata = json.loads((out / "run_metadata.json").read_text())
-    at = harness.time_budget_evaluations(frame, metadata).set_index(["seed", "fraction"])
+    at = time_budget_evaluations(frame, metadata).set_index(["seed", "fraction"])
     assert set(at.index.get_level_values("seed")) == {0, 1}  # the step-budget run is left out
     assert set(at["clock"]) == {clock}
     # each fraction's evaluation is the run's first at or after that much training time on the budget's clock
@@ -112,7 +113,7 @@ def test_equal_time_table_from_hand_made_runs(tmp_path: Path, budget_key: str, t
     assert at.loc[(1, 0.25), "mean_return"] == 11.0 and not at.loc[(1, 0.25), "ended_early"]
     assert at.loc[(1, 0.5), "mean_return"] == 21.0 and at.loc[(1, 1.0), "ended_early"]
 
-    harness.write_summary(out)
+    write_summary(out)
     summary = (out / "results.md").read_text()
     table = summary.split(f"### {title}")[1]
     # 25%: 10 and 11; 50%: 20 and 21; 100%: 40 and 21; steps 400 and 200
@@ -130,7 +131,7 @@ def test_step_budget_folders_get_no_time_output(tmp_path: Path) -> None:
     for meta in metadata.values():
         meta.pop("cpu_budget", None)
     (out / "run_metadata.json").write_text(json.dumps(metadata))
-    harness.write_summary(out)
+    write_summary(out)
     summary = (out / "results.md").read_text()
     assert "### Equal" not in summary and not (out / "Env-v0_seconds.png").exists()
     # the time options enter a step-budget run's metadata and config.json only when set
@@ -210,44 +211,44 @@ def test_a_cpu_budget_refuses_subprocess_envs(tmp_path: Path) -> None:
 def test_single_threaded_libraries_are_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "4")
-    with harness._single_threaded_libraries():
+    with backends._single_threaded_libraries():
         assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == os.environ["OPENBLAS_NUM_THREADS"] == "1"
     assert os.environ["OMP_NUM_THREADS"] == "4" and "MKL_NUM_THREADS" not in os.environ
 
 
 def test_zoo_v4_entries(tmp_path: Path) -> None:
-    zoo_sac = harness.hyperparams_path("sac")
-    assert harness.resolve_entry("sac", "HalfCheetah-v5", zoo_v4_entries=True) == (zoo_sac, "HalfCheetah-v4")
+    zoo_sac = algorithms.hyperparams_path("sac")
+    assert algorithms.resolve_entry("sac", "HalfCheetah-v5", zoo_v4_entries=True) == (zoo_sac, "HalfCheetah-v4")
     assert yaml.safe_load(zoo_sac.read_text())["HalfCheetah-v4"]["learning_starts"] == 10000
-    assert harness.load_hyperparams("sac", "HalfCheetah-v5", zoo_v4_entries=True) == (
+    assert algorithms.load_hyperparams("sac", "HalfCheetah-v5", zoo_v4_entries=True) == (
         {},
         "rl_zoo3/hyperparams/sac.yml [HalfCheetah-v4 for HalfCheetah-v5]",
     )
     # without the option rl-zoo3's rule stands: no entry, no default entry (an error when the model is built)
-    assert harness.resolve_entry("sac", "HalfCheetah-v5")[1] == "default"
-    assert harness.zoo_v4_id("Hopper-v5") == "Hopper-v4" and harness.zoo_v4_id("CartPole-v1") is None
+    assert algorithms.resolve_entry("sac", "HalfCheetah-v5")[1] == "default"
+    assert algorithms.zoo_v4_id("Hopper-v5") == "Hopper-v4" and algorithms.zoo_v4_id("CartPole-v1") is None
     # a v5 entry wins; this package's algorithms never fall back
     (tmp_path / "sac.yml").write_text("Foo-v4:\n  gamma: 0.9\nFoo-v5:\n  gamma: 0.8\n")
     (tmp_path / "pcl.yml").write_text("Foo-v4:\n  gamma: 0.9\n")
-    assert harness.resolve_entry("sac", "Foo-v5", tmp_path, zoo_v4_entries=True)[1] == "Foo-v5"
-    assert harness.resolve_entry("pcl", "Foo-v5", tmp_path, zoo_v4_entries=True)[1] == "default"
+    assert algorithms.resolve_entry("sac", "Foo-v5", tmp_path, zoo_v4_entries=True)[1] == "Foo-v5"
+    assert algorithms.resolve_entry("pcl", "Foo-v5", tmp_path, zoo_v4_entries=True)[1] == "default"
     # the TRPO file of the MuJoCo suite holds v5 entries: read as they are
-    source = harness.load_hyperparams("trpo", "Hopper-v5", harness.VARIANTS_HYPERPARAMS_DIR, zoo_v4_entries=True)[1]
+    source = algorithms.load_hyperparams("trpo", "Hopper-v5", algorithms.VARIANTS_HYPERPARAMS_DIR, zoo_v4_entries=True)[1]
     assert source == "benchmarks/hyperparams/trpo.yml [Hopper-v5]"
 
 
 def test_one_entry_on_other_envs() -> None:
     """``entry`` reads one key of the algorithm's file for any env (the paper's recipe, the Ant-v5 entry, on Hopper)."""
-    assert harness.resolve_entry("trust_pcl", "Hopper-v5", entry="Ant-v5")[1] == "Ant-v5"
+    assert algorithms.resolve_entry("trust_pcl", "Hopper-v5", entry="Ant-v5")[1] == "Ant-v5"
     assert (
-        harness.load_hyperparams("trust_pcl", "Hopper-v5", entry="Ant-v5")[1]
+        algorithms.load_hyperparams("trust_pcl", "Hopper-v5", entry="Ant-v5")[1]
         == "hyperparams/trust_pcl.yml [Ant-v5 for Hopper-v5]"
     )
     with pytest.raises(ValueError, match="has no entry 'Nope-v0'"):
-        harness.resolve_entry("trust_pcl", "Hopper-v5", entry="Nope-v0")
+        algorithms.resolve_entry("trust_pcl", "Hopper-v5", entry="Nope-v0")
     experiment = harness.make_experiment("pcl", "Acrobot-v1", 0, eval_env=False, entry="CartPole-v1")
     try:
-        pcl_cartpole = yaml.safe_load((harness.REPO_HYPERPARAMS_DIR / "pcl.yml").read_text())["CartPole-v1"]
+        pcl_cartpole = yaml.safe_load((algorithms.REPO_HYPERPARAMS_DIR / "pcl.yml").read_text())["CartPole-v1"]
         assert experiment.n_envs == pcl_cartpole["n_envs"]
         assert experiment.model.get_env().get_attr("spec")[0].id == "Acrobot-v1"  # type: ignore[union-attr]
     finally:

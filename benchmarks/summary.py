@@ -1,0 +1,593 @@
+"""
+The results of a grid folder (:mod:`benchmarks.run`): ``runs/*`` merged into ``evaluations.csv`` and
+``run_metadata.json``, then ``results.md`` (one table per env, equal-time tables of the time-budget runs, the
+invocations of ``config.json``) and the learning curves against env steps (``<env>.png``) and training seconds
+(``<env>_seconds.png``). The curves on a clock are shared with the campaigns' reports (:mod:`benchmarks.campaign`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.algorithms import ALGORITHMS, VARIANT_SEPARATOR, split_variant
+from benchmarks.checkpoint import write_atomically
+from benchmarks.harness import (
+    CONFIG_FILENAME,
+    EVAL_COLUMNS,
+    EVALUATIONS_FILENAME,
+    RUN_METADATA_FILENAME,
+    RUNS_DIRNAME,
+    SUMMARY_FILENAME,
+    TIME_BUDGET_STEP_CAP,
+    TIME_FRACTIONS,
+    _spec_reward_threshold,
+    now,
+    read_json,
+    run_name,
+    safe_name,
+)
+from benchmarks.reporting import markdown_table, number
+from benchmarks.reporting import steps as format_steps
+
+#: ``<env><suffix>.png``: the learning curves against training seconds of the envs with time-budget runs
+SECONDS_PLOT_SUFFIX = "_seconds"
+
+
+def _run_names(frame: pd.DataFrame) -> pd.Series:
+    names = [run_name(str(a), str(e), int(s)) for a, e, s in zip(frame["algo"], frame["env"], frame["seed"], strict=True)]
+    return pd.Series(names, index=frame.index, dtype=object)
+
+
+def completed_runs(out_dir: str | Path) -> set[str]:
+    """:return: Names of the runs with results in ``out_dir`` (a CSV in ``runs/`` or rows in ``evaluations.csv``)"""
+    out = Path(out_dir)
+    names = {path.stem for path in (out / RUNS_DIRNAME).glob("*.csv")}
+    if (out / EVALUATIONS_FILENAME).is_file():
+        names.update(_run_names(pd.read_csv(out / EVALUATIONS_FILENAME)))
+    return names
+
+
+def merge_runs(out_dir: str | Path, drop: Iterable[str] = ()) -> pd.DataFrame:
+    """
+    Merge ``runs/*.csv`` into ``evaluations.csv`` and ``runs/*.json`` into ``run_metadata.json``: a run's CSV replaces
+    its rows, runs only in ``evaluations.csv`` (``runs/`` is git-ignored) are kept, runs named in ``drop`` are removed.
+
+    :return: All evaluations, sorted by env, algo, seed, timesteps
+    """
+    out = Path(out_dir)
+    runs_dir, drop = out / RUNS_DIRNAME, set(drop)
+    frames = [pd.read_csv(path) for path in sorted(runs_dir.glob("*.csv"))]
+    if (out / EVALUATIONS_FILENAME).is_file():
+        old = pd.read_csv(out / EVALUATIONS_FILENAME)
+        fresh = {path.stem for path in runs_dir.glob("*.csv")} | drop
+        frames.insert(0, old[~_run_names(old).isin(fresh)] if len(old) else old)
+    frames = [frame for frame in frames if len(frame)]
+    merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(EVAL_COLUMNS))
+    merged = merged.reindex(columns=list(EVAL_COLUMNS))
+    if len(merged):
+        merged = merged.astype({"seed": int, "timesteps": int}).sort_values(
+            ["env", "algo", "seed", "timesteps"], kind="stable"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(out / EVALUATIONS_FILENAME, merged.reset_index(drop=True).to_csv(index=False))
+
+    metadata = {name: meta for name, meta in read_json(out / RUN_METADATA_FILENAME, {}).items() if name not in drop}
+    for path in sorted(runs_dir.glob("*.json")):
+        if path.with_suffix(".csv").is_file():
+            metadata[path.stem] = json.loads(path.read_text())
+    write_atomically(out / RUN_METADATA_FILENAME, json.dumps(dict(sorted(metadata.items())), indent=2) + "\n")
+    return merged.reset_index(drop=True)
+
+
+def start_invocation(config_path: Path, invocation: Mapping[str, Any]) -> None:
+    """Add an invocation (a command that runs benchmarks into a folder) to the folder's ``config.json``."""
+    config = read_json(config_path, {"invocations": []})
+    config.setdefault("invocations", []).append(invocation)
+    write_atomically(config_path, json.dumps(config, indent=2) + "\n")
+
+
+def finish_invocation(config_path: Path, invocation: dict[str, Any], failed: list[str]) -> None:
+    """Mark an invocation finished in ``config.json``, re-reading the file so that concurrent invocations keep theirs."""
+    invocation.update(finished=now(), runs_failed=failed)
+    config = read_json(config_path, {"invocations": []})
+    entries = config.setdefault("invocations", [])
+    key = (invocation["started"], invocation["command"])
+    same = [i for i, entry in enumerate(entries) if (entry.get("started"), entry.get("command")) == key]
+    if same:
+        entries[same[0]] = invocation
+    else:
+        entries.append(invocation)
+    write_atomically(config_path, json.dumps(config, indent=2) + "\n")
+
+
+def threshold_crossings(frame: pd.DataFrame, threshold: float | None, exclude_initial: bool = True) -> pd.DataFrame:
+    """
+    :param frame: Evaluations
+    :param threshold: Reward threshold (``None``: never reached)
+    :param exclude_initial: Ignore the evaluation at step 0 (a lucky untrained policy says nothing about learning)
+    :return: Per (algo, env, seed): ``reached`` and the ``timesteps`` / ``wall_time_s`` of the first evaluation
+        with ``mean_return >= threshold`` (NaN when not reached)
+    """
+    rows = []
+    for (algo, env, seed), run in frame.groupby(["algo", "env", "seed"], sort=True):
+        run = run.sort_values("timesteps")
+        run = run[run["timesteps"] > 0] if exclude_initial else run
+        hits = run[run["mean_return"] >= threshold] if threshold is not None else run.iloc[0:0]
+        first = hits.iloc[0] if len(hits) else None
+        rows.append(
+            {
+                "algo": algo,
+                "env": env,
+                "seed": seed,
+                "reached": first is not None,
+                "timesteps": math.nan if first is None else float(first["timesteps"]),
+                "wall_time_s": math.nan if first is None else float(first["wall_time_s"]),
+            }
+        )
+    return pd.DataFrame(rows, columns=["algo", "env", "seed", "reached", "timesteps", "wall_time_s"])
+
+
+def summarize_results(frame: pd.DataFrame, thresholds: Mapping[str, float | None]) -> pd.DataFrame:
+    """
+    Aggregate the evaluations per (env, algo) over seeds: ``n_seeds``, ``finals`` (each seed's last evaluation, by
+    seed), ``final_mean`` / ``final_std`` (population std), ``best_mean`` (mean of each seed's best evaluation),
+    ``fps`` and ``wall_time_s`` (final, mean over seeds), ``n_reached``, ``steps_to_threshold`` /
+    ``wall_to_threshold`` (median over seeds of the first crossing after step 0; NaN unless every seed reaches it),
+    ``curriculum_final`` / ``curriculum_min`` / ``curriculum_max`` (last recorded curriculum length; NaN without one).
+    """
+    rows = []
+    for (env, algo), group in frame.groupby(["env", "algo"], sort=True):
+        group = group.sort_values(["seed", "timesteps"])
+        finals = group.groupby("seed").tail(1).set_index("seed")
+        threshold = thresholds.get(env)
+        crossings = threshold_crossings(group, threshold)
+        n_reached = int(crossings["reached"].sum())
+        everyone = threshold is not None and n_reached == len(finals)
+        curricula = group.dropna(subset=["curriculum_length"]).groupby("seed")["curriculum_length"].last()
+        rows.append(
+            {
+                "env": env,
+                "algo": algo,
+                "n_seeds": len(finals),
+                "finals": finals["mean_return"].to_dict(),
+                "final_mean": float(finals["mean_return"].mean()),
+                "final_std": float(finals["mean_return"].std(ddof=0)),
+                "best_mean": float(group.groupby("seed")["mean_return"].max().mean()),
+                "fps": float(finals["fps"].mean()),
+                "wall_time_s": float(finals["wall_time_s"].mean()),
+                "threshold": math.nan if threshold is None else float(threshold),
+                "n_reached": n_reached,
+                "crossings": dict(zip(crossings["seed"], crossings["timesteps"], strict=True)),
+                "steps_to_threshold": float(crossings["timesteps"].median()) if everyone else math.nan,
+                "wall_to_threshold": float(crossings["wall_time_s"].median()) if everyone else math.nan,
+                "curriculum_final": float(curricula.mean()) if len(curricula) else math.nan,
+                "curriculum_min": float(curricula.min()) if len(curricula) else math.nan,
+                "curriculum_max": float(curricula.max()) if len(curricula) else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _ordered(values: Iterable[str], order: Sequence[str] | None = None) -> list[str]:
+    """:return: ``values`` in the order of ``order``, the others after it, sorted"""
+    values = set(values)
+    first = [value for value in dict.fromkeys(order or []) if value in values]
+    return first + sorted(values - set(first))
+
+
+def resolve_thresholds(
+    envs: Sequence[str],
+    overrides: Mapping[str, float] | None = None,
+    run_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, tuple[float | None, str]]:
+    """:return: Per env its threshold and the source: ``override``, ``env spec`` (or recorded with the runs) or ``none``"""
+    recorded = {
+        meta["env"]: float(meta["reward_threshold"])
+        for meta in (run_metadata or {}).values()
+        if meta.get("reward_threshold") is not None
+    }
+    resolved: dict[str, tuple[float | None, str]] = {}
+    for env in envs:
+        if env in (overrides or {}):
+            resolved[env] = (float(overrides[env]), "override")  # type: ignore[index]
+        else:
+            threshold = recorded.get(env, _spec_reward_threshold(env))
+            resolved[env] = (threshold, "env spec") if threshold is not None else (None, "none")
+    return resolved
+
+
+def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
+    """
+    :param invocation: An entry of ``config.json``; in a curated folder its ``kept`` blocks say which of its runs the
+        folder holds and under which name (``{"algo", "reported_as", "envs", "seeds"}``)
+    :return: Its cells in the *Runs* table of ``results.md``
+    """
+    machine = invocation.get("machine") or {}
+    blocks = invocation.get("kept") or [
+        {"algo": algo, "envs": invocation.get("envs", [])} for algo in invocation.get("algos", [])
+    ]
+    algos = []
+    for block in blocks:
+        name = block["algo"] + (
+            f" as {block['reported_as']}" if block.get("reported_as", block["algo"]) != block["algo"] else ""
+        )
+        partial = set(block["envs"]) != set(invocation.get("envs", []))
+        algos.append(name + (f" ({', '.join(block['envs'])})" if partial else ""))
+    envs = _ordered({env for block in blocks for env in block["envs"]}, invocation.get("envs"))
+    seeds = sorted({seed for block in blocks for seed in block.get("seeds", invocation.get("seeds", []))})
+    eval_freq, cap = invocation.get("eval_freq") or 0, invocation.get("steps") or TIME_BUDGET_STEP_CAP
+    budget = _time_budget(invocation)
+    no_step_evaluations = budget is not None and eval_freq >= cap  # none before the step cap
+    schedule = [] if no_step_evaluations else [f"{invocation.get('eval_freq')} steps"]
+    if budget is not None:
+        schedule.append(", ".join(f"{fraction:.0%}" for fraction in TIME_FRACTIONS if fraction < 1) + " of the budget")
+    for key, unit in (("eval_cpu_seconds", "CPU-s"), ("eval_seconds", "s")):
+        if invocation.get(key) is not None:
+            schedule.append(f"{invocation[key]:g} {unit}")
+    evaluation = f"every {' and '.join(schedule)}, " + (
+        "last 100 training episodes"
+        if invocation.get("metric", "eval") == "train"
+        else f"{invocation.get('n_eval_episodes')} deterministic episodes"
+    )
+    if invocation.get("stop_at_threshold"):
+        evaluation += ", stop at threshold"
+    versions = [f"{name} {machine[name]}" for name in ("torch", "stable-baselines3", "rl_zoo3") if name in machine]
+    return [
+        f"`{invocation.get('command', 'unknown')}`",
+        "; ".join(algos),
+        ", ".join(envs),
+        " ".join(map(str, seeds)),
+        _budget(invocation.get("steps"), budget),
+        evaluation,
+        f"{machine.get('cpu', 'unknown')}; {machine.get('cores', '?')} cores",
+        ", ".join([f"git {machine.get('git', 'unknown')}", *versions]),
+        f"{invocation.get('started', '?')} - {invocation.get('finished') or 'not recorded'}",
+    ]
+
+
+def _time_budget(options: Mapping[str, Any]) -> tuple[float, str] | None:
+    """
+    :param options: A run's metadata or an invocation of ``config.json``
+    :return: Its time budget and the column of the clock it counts on: ``cpu_budget`` on ``cpu_time_s``, or the
+        wall-clock ``time_budget`` of the results made before CPU budgets replaced it, on ``wall_time_s``; ``None``
+    """
+    if options.get("cpu_budget"):
+        return float(options["cpu_budget"]), "cpu_time_s"
+    if options.get("time_budget"):
+        return float(options["time_budget"]), "wall_time_s"
+    return None
+
+
+def _time_budgets(metas: Iterable[Mapping[str, Any]]) -> list[tuple[float, str]]:
+    """:return: The distinct time budgets of runs (:func:`_time_budget`), sorted"""
+    return sorted({budget for budget in map(_time_budget, metas) if budget is not None})
+
+
+def _evaluated_on_a_clock(meta: Mapping[str, Any]) -> bool:
+    """:return: Whether a run was evaluated at time marks (``eval_cpu_seconds``, or the older ``eval_seconds``)"""
+    return bool(meta.get("eval_cpu_seconds") or meta.get("eval_seconds"))
+
+
+def _seconds_unit(clock: str) -> str:
+    """:return: The unit of a clock column in the tables: ``CPU-s`` for ``cpu_time_s``, ``s`` for the wall-clock"""
+    return "CPU-s" if clock == "cpu_time_s" else "s"
+
+
+def _budget(steps: Any, budget: tuple[float, str] | None) -> str:
+    """:return: A budget as ``512`` (steps), ``3600 CPU-s of training`` or ``3600 CPU-s of training, at most 1M steps``"""
+    if budget is None:
+        return str(steps)
+    cap = f", at most {format_steps(float(steps))} steps" if steps is not None and int(steps) < TIME_BUDGET_STEP_CAP else ""
+    return f"{budget[0]:g} {_seconds_unit(budget[1])} of training{cap}"
+
+
+def time_budget_evaluations(frame: pd.DataFrame, run_metadata: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """
+    The evaluations of the time-budget runs at the fractions :data:`TIME_FRACTIONS` of their budget.
+
+    A run is evaluated at the first env step past each fraction of its budget (and stops at the first past the whole
+    budget, then evaluated), so the evaluation for fraction ``f`` is its first at or after ``f * budget`` seconds of
+    training on its clock (:func:`_time_budget`). A run that ended before (its step cap, ``--stop-at-threshold``)
+    gives its last evaluation there, marked ``ended_early``.
+
+    :param frame: Evaluations (columns :data:`EVAL_COLUMNS`)
+    :param run_metadata: Metadata of the runs by run name; runs without a time budget are left out
+    :return: One row per (env, algo, seed, fraction): ``time_budget``, ``clock`` (``cpu_time_s`` or ``wall_time_s``),
+        ``timesteps``, ``seconds`` (on that clock), ``mean_return``, ``ended_early``
+    """
+    budgets = {name: _time_budget(meta) for name, meta in run_metadata.items() if _time_budget(meta) is not None}
+    columns = ["env", "algo", "seed", "fraction", "time_budget", "clock", "timesteps", "seconds", "mean_return"]
+    rows = []
+    for (env, algo, seed), run in frame.groupby(["env", "algo", "seed"], sort=True):
+        found = budgets.get(run_name(str(algo), str(env), int(seed)))
+        if found is None:
+            continue
+        budget, clock = found
+        run = run.sort_values(clock)
+        for fraction in TIME_FRACTIONS:
+            after = run[run[clock] >= fraction * budget]
+            record = after.iloc[0] if len(after) else run.iloc[-1]
+            steps, seconds, value = int(record["timesteps"]), float(record[clock]), float(record["mean_return"])
+            rows.append([env, algo, int(seed), fraction, budget, clock, steps, seconds, value, not len(after)])
+    return pd.DataFrame(rows, columns=[*columns, "ended_early"])
+
+
+def _equal_wall_clock_lines(evaluations: pd.DataFrame, algos: Sequence[str]) -> list[str]:
+    """:return: The equal-time tables of one env's time-budget runs (``evaluations``: :func:`time_budget_evaluations`):
+    ``Equal CPU time`` for CPU budgets, ``Equal wall-clock`` for the wall-clock budgets of older results"""
+    lines = []
+    for clock, title in (("cpu_time_s", "Equal CPU time"), ("wall_time_s", "Equal wall-clock")):
+        on_clock = evaluations[evaluations["clock"] == clock]
+        if len(on_clock):
+            lines += [f"### {title}", "", *_equal_time_table(on_clock, algos, _seconds_unit(clock)), ""]
+    return lines
+
+
+def _equal_time_table(evaluations: pd.DataFrame, algos: Sequence[str], unit: str) -> list[str]:
+    """:return: The rows of one equal-time table (runs of one clock, whose budgets are in ``unit``)"""
+    rows = []
+    for algo in [algo for algo in algos if algo in set(evaluations["algo"])]:
+        runs = evaluations[evaluations["algo"] == algo]
+        budgets = ", ".join(f"{value:g} {unit}" for value in sorted(set(runs["time_budget"])))
+        cells = [algo, str(runs["seed"].nunique()), budgets]
+        for fraction in TIME_FRACTIONS:
+            at = runs[runs["fraction"] == fraction]
+            returns = at["mean_return"]
+            cells.append(f"{number(float(returns.mean()))} ± {number(float(returns.std(ddof=0)))}")
+        final = runs[runs["fraction"] == TIME_FRACTIONS[-1]]
+        reached = [format_steps(float(value)) for value in final["timesteps"].astype(float).agg(["mean", "min", "max"])]
+        cells.append(f"{reached[0]} [{reached[1]}, {reached[2]}]")
+        cells.append(number(float(final["seconds"].mean())))
+        cells.append(str(int(final["ended_early"].sum())))
+        rows.append(cells)
+    header = ["Algorithm", "Seeds", "Budget", *(f"Return at {fraction:.0%}" for fraction in TIME_FRACTIONS)]
+    header += ["Steps reached", "CPU seconds" if unit == "CPU-s" else "Seconds", "Ended early"]
+    return markdown_table(header, rows)
+
+
+def _algo_order(name: str) -> tuple[bool, int, str]:
+    """:return: Sort key of a benchmark name: this package's algorithms first, in :data:`ALGORITHMS` order, variants after"""
+    base, variant = split_variant(name) if name.partition(VARIANT_SEPARATOR)[0] in ALGORITHMS else (name, name)
+    spec = ALGORITHMS.get(base)
+    return (spec is None or spec.zoo_hyperparams, list(ALGORITHMS).index(base) if spec else 0, variant or "")
+
+
+def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = None) -> Path:
+    """
+    Write ``out_dir/results.md`` (one table per env, then the invocations of ``config.json``) and ``out_dir/<env>.png``.
+
+    :param out_dir: Output folder of a grid
+    :param thresholds: Threshold overrides per env id; stored in ``config.json`` for later summaries, they take
+        precedence over those stored with the invocations and over the envs' ``spec.reward_threshold``
+    :return: Path of ``results.md``
+    """
+    out = Path(out_dir)
+    frame = merge_runs(out)
+    config = read_json(out / CONFIG_FILENAME, {"invocations": []})
+    if thresholds:
+        config["thresholds"] = {**config.get("thresholds", {}), **thresholds}
+        write_atomically(out / CONFIG_FILENAME, json.dumps(config, indent=2) + "\n")
+    invocations = config.get("invocations", [])
+    metadata = read_json(out / RUN_METADATA_FILENAME, {})
+    overrides: dict[str, float] = {}
+    for invocation in [*invocations, config]:
+        overrides.update(invocation.get("thresholds") or {})
+    envs = _ordered(frame["env"].unique(), [env for invocation in invocations for env in invocation.get("envs", [])])
+    algos = sorted(frame["algo"].unique(), key=_algo_order)
+    resolved = resolve_thresholds(envs, overrides, metadata)
+    summary = summarize_results(frame, {env: value for env, (value, _) in resolved.items()})
+
+    lines = [f"# Benchmark results: `{out.name}`", ""] + ([config["notes"], ""] if config.get("notes") else [])
+    lines += [
+        "Final: last evaluation (eval: deterministic episodes on a separate env; train: mean of the last 100 training "
+        "episodes), mean ± std over seeds, then per seed. Best: mean over seeds of each seed's best evaluation. To "
+        "threshold: first evaluation after step 0 reaching it, median over seeds (n/a unless every seed does). "
+        "Reached: how many seeds did, and when, per seed. FPS: "
+        "training steps per second (evaluation excluded), mean over seeds; it compares only runs made on the same "
+        "machine. Curriculum (algorithmic tasks): the curriculum length at the last evaluation, mean [min, max] over seeds.",
+        "",
+    ]
+    budget_evaluations = time_budget_evaluations(frame, metadata)
+    timed_envs = {meta["env"] for meta in metadata.values() if _time_budget(meta) or _evaluated_on_a_clock(meta)}
+    if len(budget_evaluations):
+        lines += [
+            "Equal CPU time (runs with a budget of process CPU time of training, env stepping included, evaluation "
+            "excluded; Steps then gives it in CPU-s) or, in results made before CPU budgets, equal wall-clock (in s): "
+            "the return at 25%, 50% and 100% of the budget is each run's first evaluation at or after that much "
+            "training time (the runs are evaluated there), mean ± std over seeds; a run that ended before (its "
+            "step cap) counts with its last evaluation (Ended early). Steps reached: mean [min, max] over seeds at the "
+            "end; Seconds: mean training seconds at the end (the budget plus the last env step or update).",
+            "",
+        ]
+    for env in envs:
+        threshold, source = resolved[env]
+        lines += [f"## {env} ({f'threshold {threshold:g}, {source}' if threshold is not None else 'no reward threshold'})", ""]
+        env_summary = summary[summary["env"] == env].set_index("algo")
+        with_curriculum = bool(env_summary["curriculum_final"].notna().any())
+        rows = []
+        for algo in [algo for algo in algos if algo in env_summary.index]:
+            row = env_summary.loc[algo]
+            runs = [meta for meta in metadata.values() if meta.get("algo") == algo and meta.get("env") == env]
+            n_reached, n_seeds = int(row["n_reached"]), int(row["n_seeds"])
+            cells = [
+                algo,
+                str(n_seeds),
+                ", ".join(
+                    [
+                        format_steps(steps)
+                        for steps in sorted(
+                            {int(meta["steps"]) for meta in runs if meta.get("steps") and not _time_budget(meta)}
+                        )
+                    ]
+                    + [f"{budget:g} {_seconds_unit(clock)}" for budget, clock in _time_budgets(runs)]
+                )
+                or "?",
+                ", ".join(sorted({meta.get("metric", "eval") for meta in runs})) or "?",
+                f"{number(row['final_mean'])} ± {number(row['final_std'])}",
+                " / ".join(number(value) for value in row["finals"].values()),
+                number(row["best_mean"]),
+                format_steps(row["steps_to_threshold"]) if n_reached == n_seeds else "n/a" if threshold is not None else "-",
+                f"{n_reached}/{n_seeds}: {', '.join(map(format_steps, row['crossings'].values()))}"
+                if threshold is not None
+                else "-",
+                "-" if math.isnan(row["fps"]) else f"{row['fps']:.0f}",
+            ]
+            if with_curriculum:
+                final, low, high = row["curriculum_final"], row["curriculum_min"], row["curriculum_max"]
+                cells.append("-" if math.isnan(final) else f"{final:.1f} [{low:.0f}, {high:.0f}]")
+            cells.append("; ".join(sorted({str(meta.get("hyperparams_source")) for meta in runs})) or "unknown")
+            rows.append(cells)
+        columns = ["Algorithm", "Seeds", "Steps", "Metric", "Final", "Final per seed", "Best", "To threshold", "Reached"]
+        columns += ["FPS"] + ["Curriculum"] * with_curriculum + ["Hyperparameters"]
+        lines += [*markdown_table(columns, rows), "", f"![{env}]({safe_name(env)}.png)", ""]
+        env_budgets = budget_evaluations[budget_evaluations["env"] == env]
+        if len(env_budgets):
+            lines += _equal_wall_clock_lines(env_budgets, algos)
+        if env in timed_envs:
+            lines += [f"![{env} against training seconds]({safe_name(env)}{SECONDS_PLOT_SUFFIX}.png)", ""]
+
+    errors = sorted((out / RUNS_DIRNAME).glob("*.err"))
+    if errors:
+        lines += ["## Failed runs", ""]
+        for path in errors:
+            last = [line for line in path.read_text().splitlines() if line.strip()][-1:] or ["unknown error"]
+            lines.append(f"- `{path.stem}`: {last[0]} (`{RUNS_DIRNAME}/{path.name}`)")
+        lines.append("")
+    header = ["Command", "Algorithms", "Envs", "Seeds", "Steps", "Evaluation", "Machine", "Software", "Date (UTC)"]
+    lines += ["## Runs", "", *markdown_table(header, [_invocation_row(invocation) for invocation in invocations]), ""]
+    threshold_values = {env: value for env, (value, _) in resolved.items()}
+    plot_learning_curves(frame, out, threshold_values, metadata, algos)
+    if timed_envs:
+        plot_learning_curves(frame[frame["env"].isin(timed_envs)], out, threshold_values, metadata, algos, seconds=True)
+    write_atomically(out / SUMMARY_FILENAME, "\n".join(lines))
+    return out / SUMMARY_FILENAME
+
+
+def plot_learning_curves(
+    frame: pd.DataFrame,
+    out_dir: str | Path,
+    thresholds: Mapping[str, float | None],
+    run_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    algo_order: Sequence[str] | None = None,
+    seconds: bool = False,
+) -> list[Path]:
+    """
+    Write ``out_dir/<env>.png`` per env: per algorithm the mean over seeds with a min-max band, the threshold dashed.
+
+    rl-zoo3's ``rl_zoo3.plots`` scripts read its own log folders (``evaluations.npz``, monitor files) from the command
+    line, not a table of evaluations, so the curves are drawn with matplotlib. Each record is placed on the multiple
+    of its run's ``eval_freq`` it was taken for (an evaluation happens at the first step count at or past it), so that
+    seeds line up, and a run stopped at the threshold keeps its last value to the end of its algorithm's curve. The
+    x axis is logarithmic when the budgets in one plot differ more than tenfold.
+
+    With ``seconds``, write ``out_dir/<env>_seconds.png`` instead: the return against seconds of training (evaluation
+    excluded, :func:`draw_on_clock`), time budgets dotted. The clock is the CPU time (``cpu_time_s``) when a run of the
+    env has a CPU budget or CPU-time evaluations, else the wall-clock.
+
+    :return: Paths of the written files
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    freqs = {  # the runs evaluated at time marks too have records off the step grid
+        (meta["algo"], meta["env"]): int(meta["eval_freq"])
+        for meta in (run_metadata or {}).values()
+        if meta.get("eval_freq") and not (_time_budget(meta) or _evaluated_on_a_clock(meta))
+    }
+    paths = []
+    for env, env_frame in frame.groupby("env", sort=True):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        runs_meta = [meta for meta in (run_metadata or {}).values() if meta.get("env") == env]
+        on_cpu = any(meta.get("cpu_budget") or meta.get("eval_cpu_seconds") for meta in runs_meta)
+        clock = "cpu_time_s" if on_cpu else "wall_time_s"
+        ends = []
+        for algo in _ordered(env_frame["algo"].unique(), algo_order):
+            runs = env_frame[env_frame["algo"] == algo]
+            if seconds:
+                draw_on_clock(ax, runs, clock, algo)
+            else:
+                ends.append(_draw_on_steps(ax, runs, freqs.get((algo, str(env))), algo))
+        for budget, _ in [found for found in _time_budgets(runs_meta) if found[1] == clock] if seconds else []:
+            ax.axvline(budget, color="gray", linestyle=":", linewidth=1)
+        threshold = thresholds.get(str(env))
+        if threshold is not None:
+            ax.axhline(threshold, color="gray", linestyle="--", linewidth=1, label=f"threshold {threshold:g}")
+        if ends and max(ends) > 10 * max(min(ends), 1):  # budgets far apart: log scale (step 0 is not shown)
+            ax.set_xscale("log")
+            ax.set_xlim(left=min(freqs.get((algo, str(env)), 1) for algo in env_frame["algo"].unique()))
+        metrics = {meta.get("metric", "eval") for meta in runs_meta}
+        xlabel = f"training {'CPU ' if on_cpu else ''}seconds (evaluation excluded)" if seconds else "env steps"
+        path = Path(out_dir) / f"{safe_name(str(env))}{SECONDS_PLOT_SUFFIX if seconds else ''}.png"
+        paths.append(save_plot(fig, ax, str(env), xlabel, metrics, path))
+    return paths
+
+
+def _draw_on_steps(ax: Any, runs: pd.DataFrame, grid: int | None, algo: str) -> int:
+    """Draw the runs of one algorithm against env steps (on the multiples of ``grid``, their ``eval_freq``, when
+    given); :return: the last step drawn"""
+    if grid:
+        per_seed = runs.assign(timesteps=runs["timesteps"] // grid * grid)
+        per_seed = per_seed.groupby(["timesteps", "seed"])["mean_return"].last().unstack("seed")
+        per_seed = per_seed.reindex(range(0, int(per_seed.index.max()) + 1, grid)).ffill()
+    else:
+        per_seed = runs.groupby(["timesteps", "seed"])["mean_return"].last().unstack("seed").ffill()
+    mean = per_seed.mean(axis=1)
+    label, marker = f"{algo} ({runs['seed'].nunique()} seeds)", "." if len(mean) < 30 else None
+    (line,) = ax.plot(mean.index, mean, label=label, marker=marker)
+    ax.fill_between(mean.index, per_seed.min(axis=1), per_seed.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
+    return int(mean.index.max())
+
+
+def save_plot(fig: Any, ax: Any, env: str, xlabel: str, metrics: set[str], path: Path) -> Path:
+    """Title, labels, grid and legend of a learning-curve plot, then write it to ``path`` and close it."""
+    import matplotlib.pyplot as plt
+
+    ax.set_title(env)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"{'training' if metrics == {'train'} else 'evaluation'} return\n(mean over seeds, min-max band)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def draw_on_clock(ax: Any, runs: pd.DataFrame, clock: str, algo: str) -> None:
+    """Draw the runs of one algorithm on ``clock`` (a column): the mean over seeds of each seed's last evaluation so
+    far (:func:`curves_on_clock`), with a min-max band."""
+    times, stacked = curves_on_clock(runs, clock)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before every seed's first evaluation
+        mean, low, high = np.nanmean(stacked, 0), np.nanmin(stacked, 0), np.nanmax(stacked, 0)
+    (line,) = ax.plot(times, mean, drawstyle="steps-post", label=f"{algo} ({runs['seed'].nunique()} seeds)")
+    ax.fill_between(times, low, high, step="post", color=line.get_color(), alpha=0.2, linewidth=0)
+
+
+def curves_on_clock(runs: pd.DataFrame, clock: str = "cpu_time_s") -> tuple[np.ndarray, np.ndarray]:
+    """
+    :param runs: Evaluations of the seeds of one (algo, env)
+    :param clock: ``cpu_time_s`` or ``wall_time_s``
+    :return: The times at which some seed was evaluated, sorted, and per seed (rows, in seed order) its return at each
+        of them: a step function (its last evaluation so far), NaN before its first evaluation, kept at its last value
+        after it ends
+    """
+    runs = runs.dropna(subset=[clock])
+    times = np.unique(runs[clock].to_numpy(dtype=float))
+    curves = []
+    for _, run in runs.groupby("seed"):
+        run = run.sort_values(clock)
+        seconds, values = run[clock].to_numpy(dtype=float), run["mean_return"].to_numpy(dtype=float)
+        index = np.searchsorted(seconds, times, side="right") - 1
+        curves.append(np.where(index >= 0, values[np.maximum(index, 0)], np.nan))
+    return times, np.vstack(curves) if curves else np.empty((0, len(times)))
