@@ -1,5 +1,7 @@
 """Behaviour tests of the ``PCL`` algorithm as a Stable-Baselines3 ``OffPolicyAlgorithm``."""
 
+import subprocess
+import sys
 import warnings
 
 import gymnasium as gym
@@ -707,6 +709,20 @@ def _count_noise_resets(monkeypatch, model: PCL) -> dict[str, list[int]]:
 
         monkeypatch.setattr(policy, "reset_noise", counting)
     return calls
+
+
+def test_the_update_options_are_imported_only_when_chosen():
+    """The default update is PCL.train's own; the value fits and the trust-region step load when an argument picks them."""
+    code = (
+        "import sys; from sb3_pcl import PCL\n"
+        "options = ('sb3_pcl.pcl.value_fits', 'sb3_pcl.pcl.policy_steps', 'sb3_pcl.pcl.trust_region')\n"
+        "PCL('MlpPolicy', 'CartPole-v1').learn(200)\n"
+        "print(sorted(name for name in options if name in sys.modules))\n"
+        "PCL('MlpPolicy', 'CartPole-v1', value_fit='grad', policy_step='trust_region')\n"
+        "print(sorted(name for name in options if name in sys.modules))\n"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert output == ["[]", "['sb3_pcl.pcl.policy_steps', 'sb3_pcl.pcl.trust_region', 'sb3_pcl.pcl.value_fits']"]
 
 
 @pytest.mark.parametrize("sde_sample_freq, per_collection", [(-1, 1), (4, 5)])

@@ -221,7 +221,9 @@ def test_polyak_update_of_target_policy_and_value_networks():
     assert any(k.startswith("value_net") for k in after) and any(k.startswith("action_net") for k in after)
     for name, value in after.items():
         th.testing.assert_close(value, lag * target_before[name] + (1 - lag) * online_before[name], atol=1e-6, rtol=0)
-    value_params = {id(p) for p in model._value_fit.value_parameters()}
+    value_params = {
+        id(p) for module in (model.policy.value_net, model.policy.mlp_extractor.value_net) for p in module.parameters()
+    }
     assert any(not th.equal(p, online_before[n]) for n, p in model.policy.named_parameters() if id(p) in value_params)
 
 

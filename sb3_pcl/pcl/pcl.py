@@ -3,7 +3,8 @@
 import copy
 import io
 import pathlib
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
@@ -18,11 +19,9 @@ from stable_baselines3.common.utils import FloatSchedule
 from sb3_pcl.common.actions import no_distribution_checks, to_env_actions
 from sb3_pcl.common.consistency import (
     Consistency,
-    consistency_loss,
     path_consistency,
     pcl_policy_loss,
     pcl_value_loss,
-    value_targets,
 )
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
@@ -35,7 +34,7 @@ from sb3_pcl.common.path_buffer import (
     without_retired_settings,
 )
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
-from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host, state_kl
+from sb3_pcl.common.statistics import masked_mean, on_host, state_kl
 from sb3_pcl.common.validation import (
     ObservationSpaceChecks,
     build_part,
@@ -59,8 +58,11 @@ from sb3_pcl.pcl.policies import (
     UnifiedValue,
     distribution_and_values,
 )
-from sb3_pcl.pcl.policy_steps import POLICY_STEPS, PolicyStep
-from sb3_pcl.pcl.value_fits import VALUE_FITS, ValueFit
+from sb3_pcl.pcl.update_statistics import update_statistics
+
+if TYPE_CHECKING:  # the original code's update options: imported when chosen (_build_update_options)
+    from sb3_pcl.pcl.policy_steps import PolicyStep
+    from sb3_pcl.pcl.value_fits import ValueFit
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 #: what to check when the env returns a value the algorithm cannot use
@@ -171,9 +173,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     replay_buffer: PathReplayBuffer  # type: ignore[assignment]
     #: the acting network (SB3's name): samples the actions of ``policy`` or ``policy_target`` (``sample_from``)
     actor: PCLActor
-    _value_fit: ValueFit
-    #: the policy step other than the default gradient step (``None``: the gradient step, taken in ``_train_on_batch``)
-    _policy_step: PolicyStep | None
+    #: the separate value fit (``None``: the value is fitted jointly, by the policy step, in :meth:`train`)
+    _value_fit: "ValueFit | None"
+    #: the policy step other than the default gradient step (``None``: the gradient step, taken in :meth:`train`)
+    _policy_step: "PolicyStep | None"
 
     def __init__(
         self,
@@ -302,7 +305,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         none_or_positive("max_grad_norm", self.max_grad_norm)
         non_negative("relative_entropy_coef", self.relative_entropy_coef)
         check(self.sample_from in SAMPLE_FROM, "sample_from", self.sample_from, f"one of {SAMPLE_FROM}")
-        policy_step = self._build_parts()[1]
+        policy_step = self._build_update_options()[1]
         if policy_step is not None:
             policy_step.check_model(self)
 
@@ -339,9 +342,9 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             list(self.policy.parameters()),
             list(self.policy_target.parameters()),
         )
-        self._value_fit, self._policy_step = self._build_parts()
-        self._value_fit.setup(self)
-        if not self._value_fit.joint:  # the policy's optimiser must then leave the value parameters alone
+        self._value_fit, self._policy_step = self._build_update_options()
+        if self._value_fit is not None:  # the policy's optimiser must then leave the value parameters alone
+            self._value_fit.setup(self)
             optimizer_class: Any = self.policy.optimizer_class
             self.policy.optimizer = optimizer_class(
                 self._value_fit.policy_parameters(), lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
@@ -361,7 +364,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self._policy_alone = not isinstance(policy, UnifiedValue)
         #: whether the policy step leaves the values unchanged (it moves none of the parameters they depend on)
         self._values_survive_policy_step = False
-        if self._policy_alone and not self._value_fit.joint:
+        if self._policy_alone and self._value_fit is not None:
             mlp = policy.mlp_extractor
             value_modules = [
                 policy.value_net,
@@ -384,25 +387,41 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self._values_cache: tuple[PathBatch, th.Tensor, th.Tensor] | None = None
         self._post_step_distribution: tuple[PathBatch, Any] | None = None
 
-    def _build_parts(self) -> tuple[ValueFit, PolicyStep | None]:
+    def _build_update_options(self) -> "tuple[ValueFit | None, PolicyStep | None]":
         """
-        :return: the value fit and the policy step the arguments select, their settings checked (``None`` for the
-            default gradient step)
+        :return: the separate value fit and the policy step the arguments select, their settings checked, or ``None``
+            for the defaults that :meth:`train` takes itself (the joint value fit, the gradient step). The modules of
+            the original code's options are imported only when one is chosen.
         """
-        value_fit = build_part("value_fit", VALUE_FITS, self.value_fit, self.value_fit_kwargs)
-        names = ("gradient", *POLICY_STEPS)
-        check(
-            isinstance(self.policy_step, str) and self.policy_step in names, "policy_step", self.policy_step, f"one of {names}"
-        )
-        if self.policy_step != "gradient":
-            return value_fit, build_part("policy_step", POLICY_STEPS, self.policy_step, self.policy_step_kwargs)
-        check(
-            not self.policy_step_kwargs,
-            "policy_step_kwargs",
-            self.policy_step_kwargs,
-            "None or {} with policy_step='gradient' (one step of the policy's optimiser has no settings)",
-        )
-        return value_fit, None
+        value_fit: ValueFit | None = None
+        policy_step: PolicyStep | None = None
+        if self.value_fit == "joint":
+            check(not self.value_fit_kwargs, "value_fit_kwargs", self.value_fit_kwargs, "None or {} with value_fit='joint'")
+        else:
+            from sb3_pcl.pcl.value_fits import VALUE_FITS
+
+            names = ("joint", *VALUE_FITS)
+            check(isinstance(self.value_fit, str) and self.value_fit in names, "value_fit", self.value_fit, f"one of {names}")
+            value_fit = build_part("value_fit", VALUE_FITS, self.value_fit, self.value_fit_kwargs)
+        if self.policy_step == "gradient":
+            check(
+                not self.policy_step_kwargs,
+                "policy_step_kwargs",
+                self.policy_step_kwargs,
+                "None or {} with policy_step='gradient' (one step of the policy's optimiser has no settings)",
+            )
+        else:
+            from sb3_pcl.pcl.policy_steps import POLICY_STEPS
+
+            names = ("gradient", *POLICY_STEPS)
+            check(
+                isinstance(self.policy_step, str) and self.policy_step in names,
+                "policy_step",
+                self.policy_step,
+                f"one of {names}",
+            )
+            policy_step = build_part("policy_step", POLICY_STEPS, self.policy_step, self.policy_step_kwargs)
+        return value_fit, policy_step
 
     @property
     def supports_separate_value(self) -> bool:
@@ -581,21 +600,33 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             far_values=far_values,
         )
 
-    def _update_target(self) -> None:
-        """SB3's ``polyak_update`` (the same arithmetic) with ``tau = 1 - target_network_lag``, in two foreach ops."""
-        params, target_params = self._polyak_params
-        tau = 1.0 - self.target_network_lag
-        self._target_cache = None
-        with th.no_grad():
-            th._foreach_mul_(target_params, 1 - tau)
-            th._foreach_add_(target_params, params, alpha=tau)
-
     def _before_training_iteration(self) -> None:
         """Hook run once per training iteration, before the gradient steps (Trust-PCL adapts lambda here)."""
 
+    def _training_batches(self, gradient_steps: int, batch_size: int) -> Iterator[PathBatch]:
+        """
+        :param gradient_steps: number of replay batches
+        :param batch_size: segments per replay batch
+        :return: the iteration's batches: with ``use_online_batch`` first the segments collected since the last
+            iteration (:meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.recent_segments`), then the replay batches
+        """
+        if self.use_online_batch and self._steps_since_train > 0:
+            online = self.replay_buffer.recent_segments(self._steps_since_train, env=self._vec_normalize_env)
+            if online is not None:
+                yield online
+        self._steps_since_train = 0
+        for _ in range(gradient_steps):
+            yield self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+
     def train(self, gradient_steps: int, batch_size: int = 32) -> None:
         """
-        One training iteration: update the target network, then train on the online batch (optional) and on replay batches.
+        One training iteration, as SAC's ``train``: the target network's polyak update, then one update per batch
+        (:meth:`_training_batches`): evaluate the segments, their path consistency, the losses, the policy step, and a
+        separate value fit if one is chosen; then the logs.
+
+        The default policy step is one step of the policy's optimiser on ``policy_loss + vf_coef * value_loss`` (the
+        value fitted jointly), the gradient norm clipped to ``max_grad_norm``. The original code's options, chosen by
+        ``policy_step`` and ``value_fit``, live in :mod:`sb3_pcl.pcl.policy_steps` and :mod:`sb3_pcl.pcl.value_fits`.
 
         :param gradient_steps: number of replay batches
         :param batch_size: segments per replay batch
@@ -606,104 +637,62 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         self._update_learning_rate([self.policy.optimizer])
         ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
         check(is_real(ent_coef) and ent_coef >= 0, "ent_coef", ent_coef, "a finite value >= 0 at every point of its schedule")
-        self._update_target()
+        # the target network: SB3's polyak_update with tau = 1 - target_network_lag (the same arithmetic, two foreach ops)
+        params, target_params = self._polyak_params
+        tau = 1.0 - self.target_network_lag
+        with th.no_grad():
+            th._foreach_mul_(target_params, 1 - tau)
+            th._foreach_add_(target_params, params, alpha=tau)
         self._before_training_iteration()
         if isinstance(self.policy, UnifiedValue):  # V(s) = (ent_coef + lambda) * sum_k logsumexp(logits_k)
             self.policy.temperature = self.policy_target.temperature = ent_coef + self.relative_entropy_coef  # type: ignore[assignment]
 
-        batches: list[PathBatch] = []
-        if self.use_online_batch and self._steps_since_train > 0:
-            online = self.replay_buffer.recent_segments(self._steps_since_train, env=self._vec_normalize_env)
-            if online is not None:
-                batches.append(online)
-        self._steps_since_train = 0
-        for _ in range(gradient_steps):
-            batches.append(self.replay_buffer.sample(batch_size, env=self._vec_normalize_env))
-
-        history: dict[str, list[float | th.Tensor]] = {}
+        stats: dict[str, list[float | th.Tensor]] = {}
+        batch: PathBatch | None = None
+        n_updates = 0
         self._clear_batch_caches(keep=True)
         try:
             with no_distribution_checks():  # each check waits for a GPU; the finite checks of the updates stand instead
-                for batch in batches:
-                    for key, value in self._train_on_batch(batch, ent_coef).items():
-                        history.setdefault(key, []).append(value)
-            self._n_updates += len(batches)
-            self._log_training_iteration(ent_coef, history, batches)
+                for batch in self._training_batches(gradient_steps, batch_size):
+                    values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
+                    # the policy reuses its distribution object (a trust-region step re-evaluates it): keep this one
+                    distribution = copy.copy(distribution)
+                    consistency = self._consistency(batch, values, log_prob, final_values, ent_coef)
+                    policy_loss = pcl_policy_loss(consistency, self.clip_adv)
+                    value_loss = pcl_value_loss(consistency, self.clip_adv)
+                    step_stats: dict[str, float | th.Tensor]
+                    if self._policy_step is None:  # one step of the policy's optimiser, the gradient norm clipped
+                        loss = policy_loss + self.vf_coef * value_loss if self._value_fit is None else policy_loss
+                        self.policy.optimizer.zero_grad()
+                        loss.backward()
+                        max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+                        grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
+                        check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
+                        self.policy.optimizer.step()
+                        step_stats = {"grad_norm": grad_norm.detach()}
+                    else:  # the original code's natural-gradient trust-region step (a separate value fit follows)
+                        step_stats = self._policy_step.step(batch, policy_loss, consistency, ent_coef)
+                    update = update_statistics(batch, values, consistency, distribution, policy_loss, value_loss, step_stats)
+                    if self._value_fit is not None:  # the original code's separate value fit, after the policy step
+                        if self._values_survive_policy_step and self._keep_batch_passes:
+                            self._values_cache = (batch, values.detach(), final_values.detach())
+                        update["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
+                        self._values_cache = None
+                    for key, value in update.items():
+                        stats.setdefault(key, []).append(value)
+                    n_updates += 1
+            self._n_updates += n_updates
+            if batch is not None and self._uses_target_policy():  # while the iteration's passes are kept
+                stats["kl_to_target"] = [self._kl_to_target(batch)]
+            for key, values_of_key in on_host(stats).items():
+                self.logger.record(f"train/{key}", float(np.mean(values_of_key)))
+            self.logger.record("train/ent_coef", ent_coef)
+            self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+            self.logger.record("train/buffer_size", self.replay_buffer.size())
+            self.logger.record("train/buffer_paths", self.replay_buffer.n_paths)
+            self.logger.record("train/seeded_paths", self.replay_buffer.n_seeded_paths)
         finally:
             self._clear_batch_caches()
-
-    def _train_on_batch(self, batch: PathBatch, ent_coef: float) -> dict[str, float | th.Tensor]:
-        """
-        One update on one batch, as the body of SAC's ``train`` loop: evaluate, consistency, losses, then the policy
-        step (the default written out here; the original code's trust-region step delegated), then a separate value
-        fit if one is chosen.
-
-        :param batch: the path segments
-        :param ent_coef: the current entropy coefficient
-        :return: statistics to log, as floats or 0-d tensors (moved to the host together, once per iteration)
-        """
-        values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
-        # The policy reuses its distribution object (a trust-region step re-evaluates it): keep this one for the logs.
-        distribution = copy.copy(distribution)
-        consistency = self._consistency(batch, values, log_prob, final_values, ent_coef)
-        policy_loss = pcl_policy_loss(consistency, self.clip_adv)
-        value_loss = pcl_value_loss(consistency, self.clip_adv)
-        loss = policy_loss + self.vf_coef * value_loss if self._value_fit.joint else policy_loss
-        if self._policy_step is None:  # the default: one step of the policy's optimiser, the gradient norm clipped
-            self.policy.optimizer.zero_grad()
-            loss.backward()
-            max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
-            grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
-            check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
-            self.policy.optimizer.step()
-            step_stats: dict[str, float | th.Tensor] = {"grad_norm": grad_norm.detach()}
-        else:  # the original code's trust-region step
-            step_stats = self._policy_step.step(batch, loss, consistency, ent_coef)
-
-        with th.no_grad():
-            mask = batch.mask.reshape(-1).bool()
-            entropy = distribution.entropy()
-            if entropy is None:  # no closed form (tanh-squashed gSDE): a one-sample estimate at each state
-                entropy = -distribution.log_prob(distribution.sample())
-            n_valid = consistency.mask.sum().double()
-            residual = consistency.residual.detach()
-            stats: dict[str, float | th.Tensor] = {
-                "consistency_loss": consistency_loss(consistency),
-                "mean_sq_consistency": (residual**2).sum().double() / n_valid,
-                "mean_abs_consistency": residual.abs().sum().double() / n_valid,
-                "policy_loss": policy_loss.detach(),
-                "value_loss": value_loss.detach(),
-                "entropy": masked_mean(entropy, mask),
-                **step_stats,
-                "explained_variance": explained_variance_tensor(values.detach(), value_targets(consistency), batch.mask),
-            }
-        if not self._value_fit.joint:
-            if self._values_survive_policy_step and self._keep_batch_passes:
-                self._values_cache = (batch, values.detach(), final_values.detach())
-            stats["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
-            self._values_cache = None
-        return stats
-
-    def _log_training_iteration(
-        self, ent_coef: float, history: dict[str, list[float | th.Tensor]], batches: list[PathBatch]
-    ) -> None:
-        """
-        Record a training iteration's statistics (their means over the batches), while its passes are still kept.
-
-        :param ent_coef: the iteration's entropy coefficient
-        :param history: the statistics of each batch
-        :param batches: the iteration's batches
-        """
-
-        if batches and self._uses_target_policy():
-            history["kl_to_target"] = [self._kl_to_target(batches[-1])]
-        for key, values in on_host(history).items():
-            self.logger.record(f"train/{key}", float(np.mean(values)))
-        self.logger.record("train/ent_coef", ent_coef)
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        self.logger.record("train/buffer_size", self.replay_buffer.size())
-        self.logger.record("train/buffer_paths", self.replay_buffer.n_paths)
-        self.logger.record("train/seeded_paths", self.replay_buffer.n_seeded_paths)
 
     def _uses_target_policy(self) -> bool:
         """:return: whether acting or learning depends on the target network (then ``train/kl_to_target`` is logged)"""
@@ -836,6 +825,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts = ["policy", "policy.optimizer", "policy_target"]
-        if self._value_fit.optimizer is not None:  # a value fit with state between batches ("grad")
+        if self._value_fit is not None and self._value_fit.optimizer is not None:  # state between batches ("grad")
             state_dicts.append("_value_fit.optimizer")
         return state_dicts, []

@@ -41,7 +41,7 @@ class PolicyStepModel(PCLModel, Protocol):
     def clip_adv(self) -> float | None: ...
 
     @property
-    def _value_fit(self) -> ValueFit: ...
+    def _value_fit(self) -> ValueFit | None: ...
 
     def _valid_observations(self, batch: PathBatch) -> Any: ...
 
@@ -78,8 +78,7 @@ class PolicyStep:
         Move the policy on one batch.
 
         :param batch: the path segments
-        :param loss: the PCL loss at the current parameters (policy surrogate, plus ``vf_coef`` times the value
-            surrogate with a joint value fit)
+        :param loss: the policy surrogate at the current parameters (a separate value fit follows the step)
         :param consistency: the consistency at the current parameters
         :param ent_coef: the current entropy coefficient
         :return: statistics to log, ``grad_norm`` included (floats, or 0-d tensors that the model moves to the
@@ -160,6 +159,8 @@ class TrustRegionStep(PolicyStep):
     ) -> dict[str, float | th.Tensor]:
         model = self.model
         policy = model.policy
+        value_fit = model._value_fit
+        assert value_fit is not None, "a separate value fit (check_model)"
         valid_obs = model._valid_observations(batch)
         with th.no_grad():  # pi_old, a constant; copied because the policy reuses its distribution object
             old_distribution = copy.copy(policy.get_distribution(valid_obs))
@@ -178,7 +179,7 @@ class TrustRegionStep(PolicyStep):
         result = trust_region_step(
             loss_fn,
             kl_fn,
-            model._value_fit.policy_parameters(),
+            value_fit.policy_parameters(),
             max_kl=self.target_kl,
             cg_max_steps=self.cg_max_steps,
             cg_damping=self.cg_damping,

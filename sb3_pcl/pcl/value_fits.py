@@ -1,10 +1,10 @@
 """
-How PCL fits its value function: jointly with the policy (the default), or separately after each policy step.
+How PCL fits its value function separately, after each policy step (the original code's ``value_opt``).
 
-``PCL(value_fit=...)`` picks one of :data:`VALUE_FITS`, with its settings in ``value_fit_kwargs``:
+The default, ``value_fit="joint"``, fits the value with the policy: the value surrogate is added to the policy loss with
+weight ``vf_coef`` and both move in one optimiser step (the PCL paper), in :meth:`sb3_pcl.PCL.train` itself. The other
+fits are in :data:`VALUE_FITS`, with their settings in ``value_fit_kwargs``:
 
-- ``"joint"`` (:class:`JointValueFit`): the value surrogate is added to the policy loss with weight ``vf_coef``
-  and both move in one optimiser step (the PCL paper).
 - ``"grad"``, ``"best_fit"``, ``"lbfgs"``: after the policy step, the value regresses toward
   ``y_t = mix * (V(s_t) + C(t)) + (1 - mix) * V_old(s_t)`` on the batch's valid steps (the original code's
   ``value_opt``; ``V(s_t) + C(t)`` is :func:`~sb3_pcl.common.consistency.value_targets`):
@@ -92,8 +92,6 @@ class ValueFit:
 
     #: the name ``PCL(value_fit=...)`` selects it by
     name: ClassVar[str] = ""
-    #: whether the value is trained by the policy step (``vf_coef`` times the value surrogate in the loss)
-    joint: ClassVar[bool] = False
     model: PCLModel
 
     def setup(self, model: PCLModel) -> None:
@@ -115,7 +113,7 @@ class ValueFit:
         return [p for module in modules for p in module.parameters()]
 
     def policy_parameters(self) -> list[th.nn.Parameter]:
-        """:return: the parameters the policy step moves (all of them for a joint fit; else all but the value's)"""
+        """:return: the parameters the policy step moves (all but the value's)"""
         value_ids = {id(p) for p in self.value_parameters()}
         return [p for p in self.model.policy.parameters() if id(p) not in value_ids]
 
@@ -133,16 +131,6 @@ class ValueFit:
         :return: the mean squared regression error after the fit
         """
         raise NotImplementedError
-
-
-class JointValueFit(ValueFit):
-    """``value_fit="joint"``: no separate fit; the policy step trains the value too (weight ``vf_coef``)."""
-
-    name = "joint"
-    joint = True
-
-    def policy_parameters(self) -> list[th.nn.Parameter]:
-        return list(self.model.policy.parameters())
 
 
 class _RegressionFit(ValueFit):
@@ -331,5 +319,5 @@ class LBFGSValueFit(_RegressionFit):
 
 #: the value fits by their ``value_fit`` name
 VALUE_FITS: dict[str, type[ValueFit]] = {
-    fit.name: fit for fit in (JointValueFit, GradValueFit, BestFitValueFit, LBFGSValueFit)
+    fit.name: fit for fit in (GradValueFit, BestFitValueFit, LBFGSValueFit)
 }
