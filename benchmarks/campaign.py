@@ -59,7 +59,6 @@ logger = logging.getLogger(__name__)
 
 #: Columns of a campaign's ``evaluations.csv``: the harness's, then the git revision that wrote the row
 COLUMNS = (*harness.EVAL_COLUMNS, "git")
-SUMMARY_FILENAME = "results.md"
 LOCK_FILENAME = ".lock"
 RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
@@ -479,7 +478,7 @@ def write_report(campaign: Campaign) -> Path:
         for entry in config["invocations"]
     ]
     lines += ["## Invocations", "", *reporting.markdown_table(["Command", "Git", "Started", "Finished"], rows), ""]
-    path = campaign.out / SUMMARY_FILENAME
+    path = campaign.out / harness.SUMMARY_FILENAME
     write_atomically(path, "\n".join(lines))
     return path
 
@@ -504,7 +503,26 @@ def run_campaign(
     :raises RuntimeError: if the campaign is already running (another ``run`` holds its lock)
     """
     with _running(campaign):
-        return _run_unfinished(campaign, workers, backend, address, command)
+        states = run_states(campaign).set_index("name")
+        todo = [task for task in campaign.tasks if states.loc[task.name, "state"] not in ("done", "stopped")]
+        campaign.out.mkdir(parents=True, exist_ok=True)
+        invocation: dict[str, Any] = {
+            "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
+            "campaign": str(campaign.path),
+            "workers": workers,
+            "backend": backend,
+        }
+        with contextlib.ExitStack() as stack:
+            if backend == "ray" and todo:
+                invocation["ray"] = stack.enter_context(backends.ray_session(workers, address))
+            invocation.update(machine=harness.machine_info(), started=harness.now(), finished=None, runs_executed=len(todo))
+            start_invocation(campaign.out / harness.CONFIG_FILENAME, invocation)
+            logger.info("Running %d of %d run(s) of %s on %s", len(todo), len(campaign.tasks), campaign.path, backend)
+            results = backends.execute(todo, workers, store_run, progress_rows, backend) if todo else []
+        failed = sorted(result["name"] for result in results if not result["ok"])
+        finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
+        write_report(campaign)
+        return results
 
 
 @contextlib.contextmanager
@@ -530,32 +548,6 @@ def _running(campaign: Campaign) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _run_unfinished(
-    campaign: Campaign, workers: int, backend: str, address: str | None, command: str | None
-) -> list[dict[str, Any]]:
-    """:return: The results of the unfinished runs, executed (:func:`run_campaign`)"""
-    states = run_states(campaign).set_index("name")
-    todo = [task for task in campaign.tasks if states.loc[task.name, "state"] not in ("done", "stopped")]
-    campaign.out.mkdir(parents=True, exist_ok=True)
-    invocation: dict[str, Any] = {
-        "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
-        "campaign": str(campaign.path),
-        "workers": workers,
-        "backend": backend,
-    }
-    with contextlib.ExitStack() as stack:
-        if backend == "ray" and todo:
-            invocation["ray"] = stack.enter_context(backends.ray_session(workers, address))
-        invocation.update(machine=harness.machine_info(), started=harness.now(), finished=None, runs_executed=len(todo))
-        start_invocation(campaign.out / harness.CONFIG_FILENAME, invocation)
-        logger.info("Running %d of %d run(s) of %s on %s", len(todo), len(campaign.tasks), campaign.path, backend)
-        results = backends.execute(todo, workers, store_run, progress_rows, backend) if todo else []
-    failed = sorted(result["name"] for result in results if not result["ok"])
-    finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
-    write_report(campaign)
-    return results
 
 
 def build_parser() -> argparse.ArgumentParser:

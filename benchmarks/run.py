@@ -1,27 +1,16 @@
 """
-Command line interface of the benchmark harness (benchmarks/README.md).
-
-Example::
+The grid command: train every algorithm x env x seed with a step or CPU-time budget into one folder, then write its
+``results.md`` and plots (benchmarks/README.md has the options and more examples)::
 
     python -m benchmarks.run --algos pcl trust_pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 --seeds 0 1 2 \\
         --steps 100000 --eval-freq 5000 --eval-episodes 10 --workers 2 --out benchmarks/runs/classic
 
-    # the algorithmic tasks: training episodes (gym's "solved" criterion) and the curriculum length
-    python -m benchmarks.run --algos urex reinforce --envs sb3_pcl/Copy-v0 --seeds 0 1 2 --steps 5000000 \\
-        --eval-freq 20000 --metric train --stop-at-threshold --vec-env algorithmic --out benchmarks/runs/algorithmic
-
-    # the same grid on a Ray cluster of several machines (benchmarks/README.md), results written here
-    python -m benchmarks.run --algos pcl ppo --envs CartPole-v1 --seeds 0 1 2 --steps 100000 \\
-        --backend ray --address HEAD:6379 --out benchmarks/runs/classic
-
-    # equal CPU time: 1 h of process CPU time of training per run, evaluated every 300 CPU-s and 50000 steps,
-    # checkpointed every 300 CPU-s (the same command started again resumes the unfinished runs)
-    python -m benchmarks.run --algos trust_pcl sac trpo --envs HalfCheetah-v5 --seeds 0 1 2 --cpu-budget 3600 \\
-        --eval-cpu-seconds 300 --eval-freq 50000 --checkpoint-every 300 --zoo-v4-entries \\
-        --hyperparams-dir benchmarks/hyperparams --out runs/cpu
-
     # rebuild results.md and the plots of a folder from its evaluations.csv
     python -m benchmarks.run --summary-only --out benchmarks/results/classic
+
+Each run writes ``runs/<run>.csv`` and ``.json`` (or ``.err``) when it ends; they are then merged into
+``evaluations.csv`` and ``run_metadata.json`` (:mod:`benchmarks.summary`). A folder holding committed files or an
+earlier invocation's results is refused without ``--force`` (``--skip-existing`` resumes an uncommitted one).
 """
 
 from __future__ import annotations
