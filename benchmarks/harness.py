@@ -424,12 +424,15 @@ class BudgetEvalCallback(BaseCallback):
         self.records.append(record)
         if self.progress is not None:
             with self._excluded():  # writing the records is not training either
-                frame = pd.DataFrame([{**self.progress_columns, **row} for row in self.records])
                 if isinstance(self.progress, Path):
-                    write_atomically(self.progress, frame.to_csv(index=False))
+                    write_atomically(self.progress, self.evaluations().to_csv(index=False))
                 else:
-                    self.progress(frame)
+                    self.progress(self.evaluations())
         return record
+
+    def evaluations(self) -> pd.DataFrame:
+        """:return: The records so far, after the constant ``progress_columns``"""
+        return pd.DataFrame([{**self.progress_columns, **row} for row in self.records])
 
     def _returns(self) -> list[float]:
         """:return: The returns of this evaluation (:data:`METRICS`)"""
@@ -643,11 +646,7 @@ def run_experiment(
         for env in (experiment.eval_env, train_env):
             if env is not None:
                 env.close()
-    frame = pd.DataFrame.from_records(callback.records)
-    frame.insert(0, "seed", task.seed)
-    frame.insert(0, "env", task.env)
-    frame.insert(0, "algo", task.algo)
-    frame = frame.reindex(columns=list(EVAL_COLUMNS))
+    frame = callback.evaluations().reindex(columns=list(EVAL_COLUMNS))
     final = frame.iloc[-1]
     metadata = {
         **{key: value for key, value in _task_options(task).items() if key not in ("out_dir", "threshold")},
