@@ -1,54 +1,35 @@
 """Path Consistency Learning (Nachum et al., 2017) as a Stable-Baselines3 algorithm."""
 
 import copy
-import io
-import pathlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-from stable_baselines3.common.torch_layers import MlpExtractor
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import FloatSchedule
 
-from sb3_pcl.common.actions import no_distribution_checks, to_env_actions
-from sb3_pcl.common.consistency import (
-    Consistency,
-    path_consistency,
-    pcl_policy_loss,
-    pcl_value_loss,
-)
-from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
-from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
-from sb3_pcl.common.path_buffer import (
-    PathBatch,
-    PathReplayBuffer,
-    load_replay_file,
-    refuse_retired_settings,
-    save_replay_file,
-    without_retired_settings,
-)
+from sb3_pcl.common.actions import no_distribution_checks
+from sb3_pcl.common.consistency import Consistency, path_consistency, pcl_policy_loss, pcl_value_loss
+from sb3_pcl.common.dict_obs import cat_obs, merge_leading
+from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer, refuse_retired_settings, without_retired_settings
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
-from sb3_pcl.common.statistics import masked_mean, on_host, state_kl
+from sb3_pcl.common.statistics import on_host
 from sb3_pcl.common.validation import (
     ObservationSpaceChecks,
-    build_part,
     check,
-    check_budget,
-    check_env_outputs,
     check_finite_update,
     check_policy_class,
     check_policy_observation_space,
     check_saved_by,
-    is_int,
     is_real,
 )
-from sb3_pcl.pcl.actor import SAMPLE_FROM, PCLActor
+from sb3_pcl.pcl.actor import PCLActor
+from sb3_pcl.pcl.batch_passes import BatchPasses
+from sb3_pcl.pcl.collection import PathCollection
+from sb3_pcl.pcl.hyperparameters import build_update_options, check_hyperparameters
 from sb3_pcl.pcl.policies import (
     CnnPolicy,
     MlpPolicy,
@@ -57,35 +38,19 @@ from sb3_pcl.pcl.policies import (
     UnifiedPolicy,
     UnifiedValue,
     distribution_and_values,
+    fused_adam,
 )
+from sb3_pcl.pcl.replay import ReplayAccess
 from sb3_pcl.pcl.update_statistics import update_statistics
 
-if TYPE_CHECKING:  # the original code's update options: imported when chosen (_build_update_options)
+if TYPE_CHECKING:  # the original code's update options: imported when chosen (build_update_options)
     from sb3_pcl.pcl.policy_steps import PolicyStep
     from sb3_pcl.pcl.value_fits import ValueFit
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
-#: what to check when the env returns a value the algorithm cannot use
-ENV_OUTPUT_HINT = "Check the environment (SB3's VecCheckNan wrapper raises at the step that produces the value)."
 
 
-def fused_adam(policy_kwargs: dict[str, Any], device: th.device) -> dict[str, Any]:
-    """
-    :param policy_kwargs: the policy's keyword arguments
-    :param device: the model's device
-    :return: ``policy_kwargs`` where Adam (the default optimiser) runs fused, one kernel for all the parameters, unless
-        ``optimizer_kwargs`` already chooses ``foreach`` or ``fused`` (SB3's default ``eps=1e-5`` kept)
-    """
-    if policy_kwargs.get("optimizer_class", th.optim.Adam) is not th.optim.Adam or device.type not in ("cpu", "cuda"):
-        return policy_kwargs
-    optimizer_kwargs = policy_kwargs.get("optimizer_kwargs")
-    optimizer_kwargs = {"eps": 1e-5} if optimizer_kwargs is None else dict(optimizer_kwargs)
-    if {"foreach", "fused"} & optimizer_kwargs.keys():
-        return policy_kwargs
-    return {**policy_kwargs, "optimizer_kwargs": {**optimizer_kwargs, "fused": True}}
-
-
-class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
+class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAccess, PathCollection):
     """
     Path Consistency Learning (PCL).
 
@@ -275,39 +240,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     # ------------------------------------------------------------------ setup
     def _check_hyperparameters(self) -> None:
         """Raise a ``ValueError`` naming the first invalid hyperparameter (called at construction and at load)."""
-
-        def non_negative(name: str, value: Any) -> None:
-            check(is_real(value) and value >= 0, name, value, "a finite float >= 0")
-
-        def none_or_positive(name: str, value: Any) -> None:
-            check(value is None or (is_real(value) and value > 0), name, value, "None or a finite float > 0")
-
-        check(is_int(self.rollout) and self.rollout >= 1, "rollout", self.rollout, "an integer >= 1")
-        check(is_real(self.gamma) and 0.0 <= self.gamma <= 1.0, "gamma", self.gamma, "in [0, 1]")
-        # >= 0: rl-zoo3's enjoy loads models with a learning rate of 0
-        lr_ok = callable(self.learning_rate) or (is_real(self.learning_rate) and self.learning_rate >= 0)
-        check(lr_ok, "learning_rate", self.learning_rate, "a finite float >= 0 (or a schedule)")
-        ent_ok = callable(self.ent_coef) or (is_real(self.ent_coef) and self.ent_coef >= 0)
-        check(ent_ok, "ent_coef", self.ent_coef, "a finite float >= 0 (or a schedule)")
-        check(is_int(self.batch_size) and self.batch_size >= 1, "batch_size", self.batch_size, "an integer >= 1")
-        check(is_int(self.buffer_size) and self.buffer_size >= 1, "buffer_size", self.buffer_size, "an integer >= 1")
-        check(self.batch_size <= self.buffer_size, "batch_size", self.batch_size, f"<= buffer_size ({self.buffer_size})")
-        check(is_int(self.learning_starts) and self.learning_starts >= 0, "learning_starts", self.learning_starts, ">= 0")
-        check(
-            self.max_segment_length is None or (is_int(self.max_segment_length) and self.max_segment_length >= 1),
-            "max_segment_length",
-            self.max_segment_length,
-            "None or an integer >= 1",
-        )
-        check(is_int(self.gradient_steps) and self.gradient_steps >= -1, "gradient_steps", self.gradient_steps, ">= -1")
-        non_negative("vf_coef", self.vf_coef)
-        none_or_positive("clip_adv", self.clip_adv)
-        none_or_positive("max_grad_norm", self.max_grad_norm)
-        non_negative("relative_entropy_coef", self.relative_entropy_coef)
-        check(self.sample_from in SAMPLE_FROM, "sample_from", self.sample_from, f"one of {SAMPLE_FROM}")
-        policy_step = self._build_update_options()[1]
-        if policy_step is not None:
-            policy_step.check_model(self)
+        check_hyperparameters(self)
 
     def _setup_model(self) -> None:
         check_saved_by(self)
@@ -342,7 +275,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             list(self.policy.parameters()),
             list(self.policy_target.parameters()),
         )
-        self._value_fit, self._policy_step = self._build_update_options()
+        self._value_fit, self._policy_step = build_update_options(self)
         if self._value_fit is not None:  # the policy's optimiser must then leave the value parameters alone
             self._value_fit.setup(self)
             optimizer_class: Any = self.policy.optimizer_class
@@ -353,141 +286,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
             self._policy_step.setup(self)
         self._setup_batch_caches()
 
-    def _setup_batch_caches(self) -> None:
-        """
-        Decide which of a training iteration's forward passes can be shared (:meth:`_target_evaluation`,
-        :meth:`_evaluate_after_policy_step`), and empty the caches.
-        """
-        policy = self.policy
-        #: whether ``log pi`` can be computed without the values (:meth:`_log_prob`): policies whose value is not read
-        #: from the action logits
-        self._policy_alone = not isinstance(policy, UnifiedValue)
-        #: whether the policy step leaves the values unchanged (it moves none of the parameters they depend on)
-        self._values_survive_policy_step = False
-        if self._policy_alone and self._value_fit is not None:
-            mlp = policy.mlp_extractor
-            value_modules = [
-                policy.value_net,
-                policy.vf_features_extractor,
-                mlp.value_net if type(mlp) is MlpExtractor else mlp,
-            ]
-            value_ids = {id(p) for module in value_modules for p in module.parameters()}
-            self._values_survive_policy_step = not value_ids & {id(p) for p in self._value_fit.policy_parameters()}
-        self._clear_batch_caches()
-
-    def _clear_batch_caches(self, keep: bool = False) -> None:
-        """
-        Forget the forward passes kept for the batches of a training iteration.
-
-        :param keep: keep the passes of the coming batches (only inside :meth:`train`, where the target and the values
-            change only as the iteration expects)
-        """
-        self._keep_batch_passes = keep
-        self._target_cache: tuple[PathBatch, tuple[Any, th.Tensor, Any, Any]] | None = None
-        self._values_cache: tuple[PathBatch, th.Tensor, th.Tensor] | None = None
-        self._post_step_distribution: tuple[PathBatch, Any] | None = None
-
-    def _build_update_options(self) -> "tuple[ValueFit | None, PolicyStep | None]":
-        """
-        :return: the separate value fit and the policy step the arguments select, their settings checked, or ``None``
-            for the defaults that :meth:`train` takes itself (the joint value fit, the gradient step). The modules of
-            the original code's options are imported only when one is chosen.
-        """
-        value_fit: ValueFit | None = None
-        policy_step: PolicyStep | None = None
-        if self.value_fit == "joint":
-            check(not self.value_fit_kwargs, "value_fit_kwargs", self.value_fit_kwargs, "None or {} with value_fit='joint'")
-        else:
-            from sb3_pcl.pcl.value_fits import VALUE_FITS
-
-            names = ("joint", *VALUE_FITS)
-            check(isinstance(self.value_fit, str) and self.value_fit in names, "value_fit", self.value_fit, f"one of {names}")
-            value_fit = build_part("value_fit", VALUE_FITS, self.value_fit, self.value_fit_kwargs)
-        if self.policy_step == "gradient":
-            check(
-                not self.policy_step_kwargs,
-                "policy_step_kwargs",
-                self.policy_step_kwargs,
-                "None or {} with policy_step='gradient' (one step of the policy's optimiser has no settings)",
-            )
-        else:
-            from sb3_pcl.pcl.policy_steps import POLICY_STEPS
-
-            names = ("gradient", *POLICY_STEPS)
-            check(
-                isinstance(self.policy_step, str) and self.policy_step in names,
-                "policy_step",
-                self.policy_step,
-                f"one of {names}",
-            )
-            policy_step = build_part("policy_step", POLICY_STEPS, self.policy_step, self.policy_step_kwargs)
-        return value_fit, policy_step
-
     @property
     def supports_separate_value(self) -> bool:
         """:return: whether the policy's value has parameters of its own (not so for Unified PCL's policies)"""
         return not isinstance(self.policy, UnifiedValue)
-
-    # ------------------------------------------------------------------ acting
-    def _sample_action(
-        self,
-        learning_starts: int,
-        action_noise: Any = None,
-        n_envs: int = 1,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:return: the env actions and the actions as sampled, which the replay stores (their log-probability is exact)"""
-        sampled = self._sample_policy_actions(learning_starts, n_envs)
-        return to_env_actions(self.policy, self.action_space, sampled), sampled
-
-    def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
-        """
-        :param learning_starts: random uniform actions before this many steps
-        :param n_envs: number of envs
-        :return: the actions of the acting policy (``sample_from``) as sampled, ``(n_envs, *action_shape)``
-        """
-        if self.num_timesteps < learning_starts:
-            sampled = np.array([self.action_space.sample() for _ in range(n_envs)])
-            # stored as the policy would have sampled it: in [-1, 1] for a squashing policy
-            return self.policy.scale_action(sampled) if self.policy.squash_output else sampled
-        assert self._last_obs is not None
-        sampled = self.actor(self._last_obs, self.sample_from).cpu().numpy()
-        return sampled.reshape((n_envs, *(self.action_space.shape or ())))
-
-    def _on_step(self) -> None:
-        self._steps_since_train += 1
-
-    def _store_transition(
-        self,
-        replay_buffer: Any,
-        buffer_action: np.ndarray,
-        new_obs: np.ndarray | dict[str, np.ndarray],
-        reward: np.ndarray,
-        dones: np.ndarray,
-        infos: list[dict[str, Any]],
-    ) -> None:
-        """SB3's storage, after checking the step's outputs where they enter the algorithm (the policy acts on them next)."""
-        check_env_outputs(new_obs, None, "step", ENV_OUTPUT_HINT)  # the replay checks the rewards it stores
-        super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
-
-    def collect_rollouts(self, *args: Any, **kwargs: Any) -> RolloutReturn:
-        """
-        SB3's collection; then, with ``gradient_steps=0`` and ``use_online_batch``, a training iteration on the online
-        batch alone (SB3's ``learn`` calls ``train`` only for ``gradient_steps > 0``): on-policy updates on the newly
-        collected paths, as the original code without replay (``replay_buffer_freq=0``).
-
-        :param args: arguments of :meth:`OffPolicyAlgorithm.collect_rollouts`
-        :param kwargs: keyword arguments of :meth:`OffPolicyAlgorithm.collect_rollouts`
-        :return: the rollout summary
-        """
-        rollout_return = super().collect_rollouts(*args, **kwargs)
-        if (
-            rollout_return.continue_training
-            and self.gradient_steps == 0
-            and self.use_online_batch
-            and self.num_timesteps > self.learning_starts
-        ):
-            self.train(gradient_steps=0, batch_size=self.batch_size)
-        return rollout_return
 
     # ------------------------------------------------------------------ learning
     def _prepare_actions(self, actions: th.Tensor) -> th.Tensor:
@@ -513,59 +315,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         log_prob = distribution.log_prob(actions).reshape(n_steps, n_paths)
         values = all_values[:n_rows].reshape(n_steps, n_paths)
         final_values = all_values[n_rows:].reshape(n_paths) * (1.0 - batch.terminated)
-        return values, log_prob, final_values, distribution
-
-    def _log_prob(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, Any]:
-        """
-        :param policy: the online or the target policy
-        :param batch: the path segments
-        :return: log-probabilities ``(T, B)`` and the action distribution of the ``T * B`` steps, as :meth:`_evaluate`
-            computes them, without the values (where the policy's own distribution gives them: ``_policy_alone``)
-        """
-        n_steps, n_paths = batch.mask.shape
-        n_rows = n_steps * n_paths
-        distribution = policy.get_distribution(merge_leading(batch.observations, n_rows))
-        actions = self._prepare_actions(batch.actions.reshape(n_rows, -1))
-        return distribution.log_prob(actions).reshape(n_steps, n_paths), distribution
-
-    def _target_evaluation(self, batch: PathBatch) -> tuple[Any, th.Tensor, Any, Any]:
-        """
-        The target network's pass over a batch, without gradient, computed once per batch: the target changes only
-        between training iterations, so the policy step, the value fit and the logs of an iteration share it.
-
-        :param batch: the path segments
-        :return: as :meth:`_evaluate` (the distribution a copy the policy does not overwrite); the values are ``None``
-            unless ``use_target_values`` needs them (or the policy computes both in one pass)
-        """
-        if self._target_cache is not None and self._target_cache[0] is batch:
-            return self._target_cache[1]
-        values: th.Tensor | None = None
-        final_values: th.Tensor | None = None
-        with th.no_grad():
-            if self.use_target_values or not self._policy_alone:
-                values, log_prob, final_values, distribution = self._evaluate(self.policy_target, batch)
-            else:
-                log_prob, distribution = self._log_prob(self.policy_target, batch)
-        result = (values, log_prob, final_values, copy.copy(distribution))
-        if self._keep_batch_passes:
-            self._target_cache = (batch, result)
-        return result
-
-    def _evaluate_after_policy_step(self, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]:
-        """
-        What ``_evaluate(self.policy, batch)`` returns after the policy step on ``batch`` (for a separate value fit).
-
-        A step that moves none of the parameters the values depend on leaves them as the step's own forward pass
-        computed them: then only ``log pi`` is computed again.
-
-        :param batch: the path segments the policy step was taken on
-        :return: values ``(T, B)``, log-probabilities ``(T, B)``, final values ``(B,)`` and the action distribution
-        """
-        if self._values_cache is None or self._values_cache[0] is not batch:
-            return self._evaluate(self.policy, batch)
-        _, values, final_values = self._values_cache
-        log_prob, distribution = self._log_prob(self.policy, batch)
-        self._post_step_distribution = (batch, copy.copy(distribution))
         return values, log_prob, final_values, distribution
 
     def _consistency(
@@ -698,49 +447,6 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
         """:return: whether acting or learning depends on the target network (then ``train/kl_to_target`` is logged)"""
         return self.relative_entropy_coef > 0 or self.sample_from == "target" or self.use_target_values
 
-    @staticmethod
-    def _valid_observations(batch: PathBatch) -> th.Tensor:
-        """:return: the observations of the batch's valid (unpadded) steps, flattened to ``(n_valid, *obs_shape)``"""
-        valid = batch.mask.reshape(-1).bool()
-        return map_obs(lambda obs: obs.reshape(-1, *obs.shape[2:])[valid], batch.observations)
-
-    def _kl_to_target(self, batch: PathBatch) -> th.Tensor:
-        """:return: the mean ``KL(pi_target || pi)`` over the valid states of a batch (0-d, on the model's device)"""
-        target, current = self._target_cache, self._post_step_distribution
-        if target is not None and target[0] is batch and current is not None and current[0] is batch:
-            # both distributions are at hand: the target's pass and the value fit's pass after the last policy step
-            with th.no_grad():
-                return masked_mean(state_kl(target[1][3], current[1]), batch.mask.reshape(-1))
-        obs = self._valid_observations(batch)
-        with th.no_grad():
-            kl = state_kl(self.policy_target.get_distribution(obs), self.policy.get_distribution(obs))
-        return kl.mean()
-
-    def _setup_learn(
-        self,
-        total_timesteps: int,
-        callback: MaybeCallback = None,
-        reset_num_timesteps: bool = True,
-        tb_log_name: str = "run",
-        progress_bar: bool = False,
-    ) -> tuple[int, BaseCallback]:
-        if (reset_num_timesteps or self._last_obs is None) and self.replay_buffer is not None:
-            # The envs are about to be reset: the running paths end here, cut.
-            self.replay_buffer.close_open_paths()
-            self._steps_since_train = 0
-        check_budget(total_timesteps)
-        total_timesteps, callback = super()._setup_learn(
-            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
-        )
-        check_env_outputs(self._last_obs, None, "reset", ENV_OUTPUT_HINT)  # the policy acts on them first
-        if self.learning_starts >= total_timesteps and self.verbose >= 1:  # SB3 stays quiet; say it in the logs
-            self.logger.warn(
-                f"learning_starts={self.learning_starts} is not below the step budget ({total_timesteps} steps): "
-                "this call of learn() only collects random-action steps and never trains. Lower learning_starts or "
-                "train for more steps."
-            )
-        return total_timesteps, callback
-
     def learn(
         self: SelfPCL,
         total_timesteps: int,
@@ -752,74 +458,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, OffPolicyAlgorithm):
     ) -> SelfPCL:
         return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
 
-    # ------------------------------------------------------------------ demonstrations
-    def add_demonstrations(self, episodes: DemonstrationSource) -> int:
-        """
-        Seed the replay with demonstrations: paths never evicted, sampled with the top priority (checked first, see
-        :func:`~sb3_pcl.common.demonstrations.seed_replay`). Observations and rewards must be the env's raw ones. The
-        replay is not saved with the model: after ``load``, call this again
-        (:class:`~sb3_pcl.common.demonstrations.DemonstrationsCallback` does it at the start of ``learn``).
-
-        :param episodes: episode dicts (``observations`` ``(T + 1, *obs_shape)``, ``actions``, ``rewards``,
-            ``terminated``), e.g. from :func:`~sb3_pcl.common.demonstrations.record_episodes`, an episodes file, or a
-            local Minari dataset (a ``minari.MinariDataset``, a dataset id or a dataset folder; never downloaded: see
-            :mod:`sb3_pcl.common.minari_io`)
-        :return: the number of paths added
-        """
-        if self.replay_buffer is None:
-            raise ValueError("The model has no replay buffer yet: call add_demonstrations after _setup_model()")
-        scale_action = self.policy.scale_action if self.policy.squash_output else None  # stored as the policy samples
-        n_paths, n_transitions = seed_replay(
-            self.replay_buffer, episodes, self.observation_space, self.action_space, scale_action
-        )
-        if self.verbose >= 1:
-            print(f"Seeded the replay with {n_paths} demonstration paths ({n_transitions} transitions)")
-        return n_paths
-
     # ------------------------------------------------------------------ saving
-    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
-        """
-        Save the replay buffer to a file that cannot run code when loaded (unlike SB3's pickle): an ``.npz`` of arrays
-        with JSON metadata (:meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.save_npz`). A ``str`` or ``pathlib.Path``
-        without suffix gets ``.npz`` appended (SB3 appends ``.pkl``).
-
-        :param path: the file (a path, created with its folders if needed, or a binary file open for writing)
-        """
-        assert self.replay_buffer is not None, "The replay buffer is not defined"
-        save_replay_file(self.replay_buffer, path, self.verbose)
-
-    def load_replay_buffer(
-        self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True, allow_pickle: bool = False
-    ) -> None:
-        """
-        Load a replay buffer saved with :meth:`save_replay_buffer` (read with ``allow_pickle=False``; every array is
-        checked, and every size before anything is allocated: see
-        :meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.load_npz`).
-        It samples exactly as the saved one. A replay saved with a larger ``buffer_size`` than this model's is refused
-        (create the model with that ``buffer_size``).
-
-        Pickled buffers (SB3's format, which this package also wrote before) are refused with a ``ValueError``, because
-        unpickling runs any code the file holds. ``allow_pickle=True`` loads one anyway, with a warning: only for files
-        you trust; call :meth:`save_replay_buffer` then to convert it.
-
-        :param path: the file (a ``str`` or ``pathlib.Path`` that does not exist is tried with ``.npz`` appended)
-        :param truncate_last_traj: unused (kept for SB3's signature)
-        :param allow_pickle: also accept a pickled ``PathReplayBuffer`` (runs the file's code: trusted files only)
-        """
-        buffer_class = self.replay_buffer_class if self.replay_buffer_class is not None else PathReplayBuffer
-        buffer = load_replay_file(
-            path,
-            buffer_class,  # type: ignore[arg-type]
-            self.observation_space,
-            self.action_space,
-            device=self.device,
-            allow_pickle=allow_pickle,
-            verbose=self.verbose,
-            max_buffer_size=self.buffer_size,
-        )
-        buffer.device = self.device
-        self.replay_buffer = buffer
-
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "actor", "policy_target", "_polyak_params", "_value_fit", "_policy_step"]
 

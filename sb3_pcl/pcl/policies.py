@@ -194,3 +194,19 @@ __all__ = [
     "distribution_and_values",
     "unified_action_dims",
 ]
+
+
+def fused_adam(policy_kwargs: dict[str, Any], device: th.device) -> dict[str, Any]:
+    """
+    :param policy_kwargs: the policy's keyword arguments
+    :param device: the model's device
+    :return: ``policy_kwargs`` where Adam (the default optimiser) runs fused, one kernel for all the parameters, unless
+        ``optimizer_kwargs`` already chooses ``foreach`` or ``fused`` (SB3's default ``eps=1e-5`` kept)
+    """
+    if policy_kwargs.get("optimizer_class", th.optim.Adam) is not th.optim.Adam or device.type not in ("cpu", "cuda"):
+        return policy_kwargs
+    optimizer_kwargs = policy_kwargs.get("optimizer_kwargs")
+    optimizer_kwargs = {"eps": 1e-5} if optimizer_kwargs is None else dict(optimizer_kwargs)
+    if {"foreach", "fused"} & optimizer_kwargs.keys():
+        return policy_kwargs
+    return {**policy_kwargs, "optimizer_kwargs": {**optimizer_kwargs, "fused": True}}

@@ -318,6 +318,4 @@ class LBFGSValueFit(_RegressionFit):
 
 
 #: the value fits by their ``value_fit`` name
-VALUE_FITS: dict[str, type[ValueFit]] = {
-    fit.name: fit for fit in (GradValueFit, BestFitValueFit, LBFGSValueFit)
-}
+VALUE_FITS: dict[str, type[ValueFit]] = {fit.name: fit for fit in (GradValueFit, BestFitValueFit, LBFGSValueFit)}
