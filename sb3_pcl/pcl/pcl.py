@@ -14,7 +14,7 @@ from stable_baselines3.common.utils import FloatSchedule
 from sb3_pcl.common.actions import no_distribution_checks
 from sb3_pcl.common.consistency import Consistency, path_consistency, pcl_policy_loss, pcl_value_loss
 from sb3_pcl.common.dict_obs import cat_obs, merge_leading
-from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer, refuse_retired_settings, without_retired_settings
+from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer, refuse_retired_settings
 from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
 from sb3_pcl.common.statistics import on_host
 from sb3_pcl.common.validation import (
@@ -247,14 +247,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         check_policy_class(type(self).__name__, self.policy_class, self.policy_aliases)
         check_policy_observation_space(type(self).__name__, self.policy_class, self.observation_space)
         self._check_hyperparameters()  # also the values of a loaded model
-        if self.replay_buffer_class is None:
-            self.replay_buffer_class = PathReplayBuffer  # type: ignore[assignment]
-        elif not issubclass(self.replay_buffer_class, PathReplayBuffer):  # type: ignore[arg-type]
-            raise ValueError(f"replay_buffer_class must be a PathReplayBuffer subclass, got {self.replay_buffer_class}")
-        self.replay_buffer_kwargs = {
-            "max_segment_length": self.max_segment_length,
-            **without_retired_settings(self.replay_buffer_kwargs),  # a model saved by an earlier version records them
-        }
+        self._configure_replay_buffer()
         # fused Adam is chosen for this run's device: the policies are built with it, but the model keeps (and saves)
         # the policy_kwargs as given, so a saved model asks for nothing its next device may lack
         given_policy_kwargs = self.policy_kwargs
@@ -276,12 +269,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
             list(self.policy_target.parameters()),
         )
         self._value_fit, self._policy_step = build_update_options(self)
-        if self._value_fit is not None:  # the policy's optimiser must then leave the value parameters alone
+        if self._value_fit is not None:  # it takes the value parameters out of the policy's optimiser
             self._value_fit.setup(self)
-            optimizer_class: Any = self.policy.optimizer_class
-            self.policy.optimizer = optimizer_class(
-                self._value_fit.policy_parameters(), lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
-            )
         if self._policy_step is not None:
             self._policy_step.setup(self)
         self._setup_batch_caches()

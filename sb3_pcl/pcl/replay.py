@@ -1,6 +1,6 @@
 """
-The model's replay buffer outside training: :class:`ReplayAccess`, a base of :class:`~sb3_pcl.PCL` that saves and loads
-it as a file that cannot run code, and seeds it with demonstrations.
+The model's replay buffer: :class:`ReplayAccess`, a base of :class:`~sb3_pcl.PCL` that chooses the buffer's class and
+settings, saves and loads the buffer as a file that cannot run code, and seeds it with demonstrations.
 """
 
 import io
@@ -10,7 +10,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
-from sb3_pcl.common.path_buffer import PathReplayBuffer, load_replay_file, save_replay_file
+from sb3_pcl.common.path_buffer import PathReplayBuffer, load_replay_file, save_replay_file, without_retired_settings
 
 
 class ReplayAccess(OffPolicyAlgorithm):
@@ -18,6 +18,21 @@ class ReplayAccess(OffPolicyAlgorithm):
 
     policy: ActorCriticPolicy
     replay_buffer: PathReplayBuffer  # type: ignore[assignment]
+    max_segment_length: int | None
+
+    def _configure_replay_buffer(self) -> None:
+        """
+        Before the buffer is built: ``replay_buffer_class`` defaults to ``PathReplayBuffer`` (another class must
+        subclass it), and the buffer takes the model's ``max_segment_length`` unless ``replay_buffer_kwargs`` sets it.
+        """
+        if self.replay_buffer_class is None:
+            self.replay_buffer_class = PathReplayBuffer  # type: ignore[assignment]
+        elif not issubclass(self.replay_buffer_class, PathReplayBuffer):  # type: ignore[arg-type]
+            raise ValueError(f"replay_buffer_class must be a PathReplayBuffer subclass, got {self.replay_buffer_class}")
+        self.replay_buffer_kwargs = {
+            "max_segment_length": self.max_segment_length,
+            **without_retired_settings(self.replay_buffer_kwargs),  # a model saved by an earlier version records them
+        }
 
     def add_demonstrations(self, episodes: DemonstrationSource) -> int:
         """

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.type_aliases import Schedule
 
 from sb3_pcl.common.consistency import Consistency, value_targets
 from sb3_pcl.common.dict_obs import merge_leading
@@ -37,6 +38,9 @@ class PCLModel(Protocol):
 
     @property
     def supports_separate_value(self) -> bool: ...
+
+    @property
+    def lr_schedule(self) -> Schedule: ...
 
     def _evaluate(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]: ...
 
@@ -145,12 +149,22 @@ class _RegressionFit(ValueFit):
         self.mix = mix
 
     def setup(self, model: PCLModel) -> None:
+        """
+        Attach to the model, and rebuild its policy's optimiser on :meth:`policy_parameters`: the policy step then leaves
+        the value parameters to this fit.
+
+        :param model: the PCL model
+        """
         super().setup(model)
         if not model.supports_separate_value:
             raise ValueError(
                 f"value_fit={self.name!r} is not supported with {type(model.policy).__name__} (its value has no separate "
                 "parameters): use value_fit='joint'"
             )
+        optimizer_class: Any = model.policy.optimizer_class
+        model.policy.optimizer = optimizer_class(
+            self.policy_parameters(), lr=model.lr_schedule(1), **model.policy.optimizer_kwargs
+        )
 
     def targets(self, batch: PathBatch, ent_coef: float) -> tuple[th.Tensor, th.Tensor]:
         """

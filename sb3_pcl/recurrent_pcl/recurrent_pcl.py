@@ -69,7 +69,7 @@ class RecurrentPCL(PCL):
             )
         super()._check_hyperparameters()
 
-    def _setup_model(self) -> None:
+    def _configure_replay_buffer(self) -> None:
         if self.replay_buffer_class in (None, PathReplayBuffer):  # the default, or what earlier versions saved
             self.replay_buffer_class = RecurrentPathReplayBuffer  # type: ignore[assignment]
         elif not (
@@ -80,7 +80,7 @@ class RecurrentPCL(PCL):
                 f"with a recurrent policy, got {self.replay_buffer_class}: segments are evaluated by replaying their "
                 "path from its first step"
             )
-        super()._setup_model()
+        super()._configure_replay_buffer()
 
     def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
         """
