@@ -9,6 +9,8 @@ PCL / UREX code), as sb3-contrib's ``common.recurrent`` package lays them out.
 - :mod:`~sb3_pcl.common.recurrent.episodes`: :func:`play_recurrent_step` and :func:`evaluate_recurrent_episodes`,
   episode batches (Reinforce, UREX) under a recurrent policy, registered for the policy type in
   :mod:`sb3_pcl.common.episode_policy` when this package is imported
+- :mod:`~sb3_pcl.common.recurrent.buffers`: :class:`RecurrentPathReplayBuffer`, the path replay whose batches
+  (:class:`RecurrentPathBatch`) carry each segment's path from its first step (:class:`PathHistory`), for RecurrentPCL
 - :mod:`~sb3_pcl.common.recurrent.type_aliases`: :data:`LstmActionState`
 
 Every name stays importable from ``sb3_pcl.common.recurrent``, so models saved when this was a single module load;
@@ -16,6 +18,7 @@ the former class names ``MlpLstmPolicy`` / ``CnnLstmPolicy`` resolve to the rena
 ``DeprecationWarning``.
 """
 
+from sb3_pcl.common.recurrent.buffers import PathHistory, RecurrentPathBatch, RecurrentPathReplayBuffer
 from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
 from sb3_pcl.common.recurrent.episodes import evaluate_recurrent_episodes, play_recurrent_step
 from sb3_pcl.common.recurrent.policies import (
@@ -32,6 +35,9 @@ __all__ = [
     "FlatFeatures",
     "LstmActionState",
     "MlpPrevActionLstmPolicy",
+    "PathHistory",
+    "RecurrentPathBatch",
+    "RecurrentPathReplayBuffer",
     "action_input_dim",
     "encode_actions",
     "evaluate_recurrent_episodes",
