@@ -542,6 +542,23 @@ def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:
     assert loaded._collection_state is not None and loaded._collection_state[0].shape[1] == 3
 
 
+def test_a_pickled_plain_buffer_loads_as_the_recurrent_buffer(tmp_path: Path) -> None:
+    """``allow_pickle=True`` (trusted files of earlier versions): the buffer comes back as the loading model's class."""
+    mlp = PCL("MlpPolicy", "CartPole-v1", learning_starts=50, gradient_steps=0, seed=0)
+    mlp.learn(80)
+    with open(tmp_path / "buffer.pkl", "wb") as file:
+        pickle.dump(mlp.replay_buffer, file)
+    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", seed=0, policy_kwargs=LSTM)
+    with pytest.warns(UserWarning, match="Unpickling"):
+        model.load_replay_buffer(tmp_path / "buffer.pkl", allow_pickle=True)
+    assert type(model.replay_buffer) is RecurrentPathReplayBuffer
+    np.random.seed(0)
+    batch = model.replay_buffer.sample(4)
+    np.random.seed(0)
+    assert isinstance(batch, RecurrentPathBatch)
+    np.testing.assert_array_equal(batch.path_ids, mlp.replay_buffer.sample(4).path_ids)
+
+
 def test_vec_normalize_history_is_normalized_like_the_batch() -> None:
     env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0), norm_obs=True, norm_reward=True)
     model = RecurrentPCL("MlpLstmPolicy", env, learning_starts=60, train_freq=8, seed=0, policy_kwargs=LSTM)
