@@ -412,7 +412,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
                         step_stats = self._policy_step.step(batch, policy_loss, consistency, ent_coef)
                     update = update_statistics(batch, values, consistency, distribution, policy_loss, value_loss, step_stats)
                     if self._value_fit is not None:  # the original code's separate value fit, after the policy step
-                        if self._values_survive_policy_step and self._keep_batch_passes:
+                        if self._values_survive_policy_step:  # the step left them: the fit reads them (batch_passes)
                             self._values_cache = (batch, values.detach(), final_values.detach())
                         update["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
                         self._values_cache = None
