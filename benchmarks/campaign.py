@@ -7,6 +7,11 @@ A campaign file (``benchmarks/campaigns/*.yml``, see ``benchmarks/README.md``)::
     eval: {every_cpu_seconds: 300, episodes: 10}   # and/or every_steps; at_start (default true)
     checkpoint_every: 300                       # CPU seconds between checkpoints (default 300)
     report: {cpu_seconds: [900, 1800, 3600]}    # marks of the report's table (or steps: [...])
+    reference:                                  # optional: published numbers to set ours against
+      algo: trust_pcl                           # our algorithm set against the first column (ratio)
+      note: the Trust-PCL paper's Table 1, best average reward within 10M env steps
+      columns: {Paper Trust-PCL: {HalfCheetah-v5: 7057}, Paper TRPO: {HalfCheetah-v5: 4344}}
+      docs: [docs/reproduction.md]              # files whose block between the campaign's markers the report rewrites
     runs:
       - {algo: trust_pcl, env: HalfCheetah-v5, seeds: [0, 1, 2], cpu_seconds: 3600}
       - {algo: trust_pcl, envs: [Hopper-v5, Ant-v5], seeds: [0], steps: 10000000, entry: Ant-v5,
@@ -17,6 +22,7 @@ Commands::
     python -m benchmarks.campaign run FILE [--workers N]   # run what is unfinished, resuming partial runs
     python -m benchmarks.campaign status FILE              # done / stopped / partial / to do, CPU-hours
     python -m benchmarks.campaign report FILE              # results.md and plots from evaluations.csv
+    python -m benchmarks.campaign report FILE --check      # exit 1 if a docs block differs from what the data gives
 
 Each run is one :class:`benchmarks.harness.RunTask` trained by :func:`benchmarks.harness.run_experiment` (rl-zoo3's
 ``ExperimentManager`` builds the model): CPU-time or step budget, checkpoints outside the work tree, resume. After
@@ -64,6 +70,7 @@ RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
 RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below"}
 CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
+CAMPAIGN_KEYS |= {"reference"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +83,7 @@ class Campaign:
     :param tasks: The runs, in the order they run (seed by seed, in the file's order within a seed)
     :param report_marks: ``("cpu_time_s" | "timesteps", marks)`` of the report's table
     :param notes: Free text put at the top of the report
+    :param reference: The published numbers the report sets ours against (:class:`Reference`), if any
     """
 
     path: Path
@@ -83,6 +91,24 @@ class Campaign:
     tasks: tuple[harness.RunTask, ...]
     report_marks: tuple[str, tuple[float, ...]]
     notes: str = ""
+    reference: Reference | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """
+    Published returns that a campaign's report sets its runs against (a paper's table).
+
+    :param algo: Our algorithm compared with the first column (the ratio of our mean best to it)
+    :param note: What the numbers are (source and metric), printed above the table
+    :param columns: Column name -> env id -> return
+    :param docs: Files holding a block between this campaign's markers (:func:`doc_markers`) that the report rewrites
+    """
+
+    algo: str
+    note: str
+    columns: dict[str, dict[str, float]]
+    docs: tuple[Path, ...] = ()
 
 
 def _positive(value: Any, what: str, kind: type = float) -> Any:
@@ -153,7 +179,33 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
         )
         for task in tasks
     ]
-    return Campaign(path, out, tuple(tasks), _report_marks(spec.get("report"), tasks), str(spec.get("notes", "")))
+    notes = str(spec.get("notes", ""))
+    reference = _reference(spec["reference"], tasks) if "reference" in spec else None
+    return Campaign(path, out, tuple(tasks), _report_marks(spec.get("report"), tasks), notes, reference)
+
+
+def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
+    """:return: The campaign's ``reference`` block, checked (known algorithm, numeric returns of the campaign's envs)"""
+    if not isinstance(spec, dict) or set(spec) - {"algo", "note", "columns", "docs"} or not {"algo", "columns"} <= set(spec):
+        raise ValueError(f"'reference' takes algo, columns and optionally note and docs, got {spec!r}")
+    if spec["algo"] not in {task.algo for task in tasks}:
+        raise ValueError(f"reference.algo {spec['algo']!r} is not an algorithm of the campaign's runs")
+    columns = spec["columns"]
+    if not isinstance(columns, dict) or not columns:
+        raise ValueError("reference.columns must map column names to {env id: return}")
+    envs = {task.env for task in tasks}
+    checked: dict[str, dict[str, float]] = {}
+    for name, values in columns.items():
+        if not isinstance(values, dict) or set(values) - envs:
+            raise ValueError(f"reference.columns[{name!r}] must map env ids of the campaign's runs to returns")
+        for env, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"reference.columns[{name!r}][{env!r}] must be a finite number, got {value!r}")
+        checked[str(name)] = {env: float(value) for env, value in values.items()}
+    docs = spec.get("docs", [])
+    if not isinstance(docs, list) or not all(isinstance(doc, str) for doc in docs):
+        raise ValueError("reference.docs must be a list of file paths")
+    return Reference(str(spec["algo"]), str(spec.get("note", "")), checked, tuple(Path(doc) for doc in docs))
 
 
 def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any]) -> list[tuple[int, harness.RunTask]]:
@@ -432,6 +484,95 @@ def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+def doc_markers(campaign: Campaign) -> tuple[str, str]:
+    """:return: The lines that open and close the campaign's block in a docs file"""
+    return f"<!-- campaign {campaign.path.name}: start -->", f"<!-- campaign {campaign.path.name}: end -->"
+
+
+def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
+    """
+    :return: The markdown lines setting the campaign's runs against its reference, per env and algorithm: the
+        reference's columns, our best evaluation after step 0 (mean over the seeds that have one, bootstrap interval,
+        per seed with how far each got), its ratio to the first reference column, the final evaluation of the
+        finished runs and the training CPU-hours. Built from ``evaluations.csv`` and ``run_metadata.json`` only (the
+        committed data), so a docs block regenerates anywhere.
+    """
+    reference = campaign.reference
+    assert reference is not None
+    metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
+    first = next(iter(reference.columns))
+    header = ["Task", *reference.columns, "Ours", "Best (mean)", "95% CI", "Best per seed", f"Ratio to {first}"]
+    header += ["Final per seed", "CPU-h"]
+    rows = []
+    for env in dict.fromkeys(task.env for task in campaign.tasks):
+        for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
+            best, seeds, finals, cpu = [], [], [], 0.0
+            for task in (task for task in campaign.tasks if task.env == env and task.algo == algo):
+                run = frame[_is_run(frame, task) & (frame["timesteps"] > 0)].sort_values("timesteps")
+                status = metadata.get(task.name, {}).get("status", "running" if len(run) else "to do")
+                if not len(run):
+                    seeds.append(f"seed {task.seed}: {status}")
+                    continue
+                best.append(float(run["mean_return"].max()))
+                cpu += float(run["cpu_time_s"].max())
+                where = "" if status == "done" else f" ({status} at {reporting.steps(float(run['timesteps'].iloc[-1]))})"
+                seeds.append(f"{reporting.number(best[-1])}{where}")
+                if status == "done":
+                    finals.append(reporting.number(float(run["mean_return"].iloc[-1])))
+            low, high = bootstrap_interval(best)
+            mean = float(np.mean(best)) if best else math.nan
+            target = reference.columns[first].get(env)
+            rows.append(
+                [
+                    env,
+                    *(f"{column[env]:g}" if env in column else "-" for column in reference.columns.values()),  # as published
+                    algo,
+                    reporting.number(mean) if best else "-",
+                    "-" if math.isnan(low) else f"[{reporting.number(low)}, {reporting.number(high)}]",
+                    " / ".join(seeds),
+                    f"{mean / target:.2f}" if best and target else "-",
+                    " / ".join(finals) or "-",
+                    f"{cpu / 3600:.1f}",
+                ]
+            )
+    source = f"`{campaign.out / harness.EVALUATIONS_FILENAME}`"
+    lines = [f"{reference.note.strip()}\n"] if reference.note.strip() else []
+    lines += [
+        f"Ours, from {source}: Best is each seed's best evaluation after step 0 within its budget (a run not done "
+        "says how far it got, or that the stop rule ended it); mean over the seeds that have one, with a percentile "
+        "bootstrap 95% interval of the mean (2 seeds or more). Final: the last evaluation of the finished runs. CPU-h: "
+        "training CPU-hours, all seeds.\n",
+        *reporting.markdown_table(header, rows),
+    ]
+    return lines
+
+
+def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> list[Path]:
+    """
+    Rewrite the block between the campaign's markers in each of its reference's docs files with
+    :func:`reference_table` (``check``: rewrite nothing).
+
+    :return: The files whose block differed from the data
+    :raises ValueError: if a file lacks the markers
+    """
+    if campaign.reference is None:
+        return []
+    start, end = doc_markers(campaign)
+    block = [start, "", *reference_table(campaign, frame), "", end]
+    changed = []
+    for path in campaign.reference.docs:
+        text = path.read_text()
+        if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+            raise ValueError(f"{path} needs one line {start!r} and, after it, one line {end!r}")
+        head, rest = text.split(start, 1)
+        new = head + "\n".join(block) + rest.split(end, 1)[1]
+        if new != text:
+            changed.append(path)
+            if not check:
+                write_atomically(path, new)
+    return changed
+
+
 def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
     """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env: per algorithm the mean over seeds with a min-max band,
     against env steps and against CPU seconds of training. :return: The written files"""
@@ -466,6 +607,9 @@ def write_report(campaign: Campaign) -> Path:
     lines += ["```", format_status(campaign, states).replace(str(campaign.path), campaign.path.name), "```", ""]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # means over seeds not there yet
+        if campaign.reference is not None:
+            lines += ["## Against the reference", "", *reference_table(campaign, frame), ""]
+            write_docs(campaign, frame)
         lines += report_tables(campaign, frame)
         plot_campaign(campaign, frame)
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
@@ -557,6 +701,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the unfinished runs, resuming the partial ones")
     status = commands.add_parser("status", help="print done / stopped / partial / to do and the CPU-hours")
     report = commands.add_parser("report", help="write results.md and the plots from evaluations.csv")
+    report.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if a docs block differs from what the data gives"
+    )
     status.add_argument("file", nargs="+", help="campaign YAML files (each one's status in turn)")
     for sub in (run, status, report):
         if sub is not status:
@@ -590,6 +737,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{file}:\n{status}\n" if len(files) > 1 else status)
         return 0
     campaign = campaigns[0]
+    if args.command == "report" and args.check:
+        try:
+            stale = write_docs(campaign, read_evaluations(campaign.out).dropna(subset=["timesteps"]), check=True)
+        except (ValueError, OSError) as exc:
+            parser.error(str(exc))
+        for path in stale:
+            print(f"{path}: the block of {campaign.path.name} differs from {campaign.out}; run the report command")
+        return 1 if stale else 0
     if args.command == "report":
         print(f"Wrote {write_report(campaign)}")
         return 0

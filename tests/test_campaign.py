@@ -70,6 +70,11 @@ def test_runs_go_seed_by_seed_in_the_file_order(tmp_path: Path) -> None:
         ({"eval": {"every_cpu_seconds": 0}}, "must be a positive number"),
         ({"report": {"minutes": [1]}}, "'report' takes one of"),
         ({"outt": "x"}, "unknown keys"),
+        ({"reference": {"algo": "sac", "columns": {"Paper": {"CartPole-v1": 1}}}}, "not an algorithm of the campaign"),
+        ({"reference": {"algo": "a2c", "columns": {"Paper": {"Pendulum-v1": 1}}}}, "env ids of the campaign's runs"),
+        ({"reference": {"algo": "a2c", "columns": {"Paper": {"CartPole-v1": "high"}}}}, "must be a finite number"),
+        ({"reference": {"algo": "a2c", "columns": {}, "docs": []}}, "must map column names"),
+        ({"reference": {"algo": "a2c", "table": {}}}, "'reference' takes algo, columns"),
         (
             {"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "stop_below": {"by_steps": 5}}]},
             "stop_below must be",
@@ -185,6 +190,8 @@ def test_paper_table1_campaign_file() -> None:
         overrides, source = algorithms.load_hyperparams(task.algo, task.env, entry=task.entry)
         assert source.startswith(f"hyperparams/trust_pcl.yml [Ant-v5{'' if task.env == 'Ant-v5' else f' for {task.env}'}]")
         assert overrides == {} if task in pilot else overrides in allowed
+    assert loaded.reference is not None and loaded.reference.algo == "trust_pcl"
+    assert loaded.reference.columns["Paper Trust-PCL"] == PAPER and loaded.reference.docs == (Path("docs/reproduction.md"),)
     notes = (algorithms.REPO_ROOT / "benchmarks" / "results" / "paper_table1" / "NOTES.md").read_text()
     assert "## Stop rule of the pilot" in notes and all(f"| {PAPER[env] * 0.25:g} |" in notes for env in PAPER)
 
@@ -194,3 +201,56 @@ def test_status_of_the_checked_in_campaigns_in_one_call(tmp_path: Path, capsys: 
     assert campaign.main(["status", *files, "--checkpoint-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert all(f"{file}:\n" in text for file in files) and text.count("runs: ") == len(files)
+
+
+def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text("# Page\n\n<!-- campaign campaign.yml: start -->\nold\n<!-- campaign campaign.yml: end -->\n\nAfter.\n")
+    reference = {"algo": "a2c", "note": "A paper.", "columns": {"Paper A2C": {"CartPole-v1": 400}}, "docs": [str(doc)]}
+    path = _write(tmp_path, {**_tiny(tmp_path), "reference": reference})
+    loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
+    out = tmp_path / "out"
+    out.mkdir()
+    rows = [  # a2c seed 0 done (best 300 at 400 steps, final 200), seed 1 still running; ppo stopped by its rule
+        ("a2c", 0, 0, 500.0, 0.0),
+        ("a2c", 0, 400, 300.0, 3600.0),
+        ("a2c", 0, 800, 200.0, 7200.0),
+        ("a2c", 1, 400, 100.0, 3600.0),
+        ("ppo", 0, 600, 50.0, 1800.0),
+    ]
+    frame = pd.DataFrame(
+        [
+            {"algo": a, "env": "CartPole-v1", "seed": s, "timesteps": t, "mean_return": r, "cpu_time_s": c}
+            for a, s, t, r, c in rows
+        ]
+    )
+    frame.reindex(columns=list(campaign.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
+    metadata = {
+        f"{algo}__CartPole-v1__seed0": {"algo": algo, "env": "CartPole-v1", "seed": 0, "status": status}
+        for algo, status in (("a2c", "done"), ("ppo", "stopped"))
+    }
+    (out / harness.RUN_METADATA_FILENAME).write_text(json.dumps(metadata))
+    table = "\n".join(campaign.reference_table(loaded, campaign.read_evaluations(out)))
+    # the step-0 evaluation (500) does not count; the ratio is the mean best (300 and 100) over the paper's 400
+    assert (
+        "| CartPole-v1 | 400 | a2c | 200.0 | [100.0, 300.0] | 300.0 / 100.0 (running at 400) | 0.50 | 200.0 | 3.0 |" in table
+    )
+    assert "| CartPole-v1 | 400 | ppo | 50.0 | - | 50.0 (stopped at 600) | 0.12 | - | 0.5 |" in table
+    assert table.startswith("A paper.")
+    assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 1
+    assert "page.md" in capsys.readouterr().out and "old" in doc.read_text()  # --check rewrites nothing
+    assert campaign.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    text = doc.read_text()
+    assert table in text and "old" not in text and text.startswith("# Page") and text.endswith("\nAfter.\n")
+    assert table in (out / harness.SUMMARY_FILENAME).read_text()
+    assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    doc.write_text("# Page without markers\n")
+    with pytest.raises(ValueError, match="needs one line"):
+        campaign.write_docs(loaded, campaign.read_evaluations(out))
+
+
+@pytest.mark.repo
+def test_docs_blocks_of_the_campaigns_match_the_committed_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(algorithms.REPO_ROOT)
+    for path in sorted((algorithms.REPO_ROOT / "benchmarks" / "campaigns").glob("*.yml")):
+        assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path)]) == 0, path.name
