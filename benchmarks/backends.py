@@ -37,13 +37,11 @@ Progress = Callable[[RunTask], Any]
 
 
 def record_failure(task: RunTask, message: str) -> dict[str, Any]:
-    """Write ``runs/<run>.err`` (and remove the run's stale results); :return: the result reported to the main process"""
+    """Write ``runs/<run>.err``; :return: the result reported to the main process"""
     runs_dir = Path(task.out_dir) / RUNS_DIRNAME
     runs_dir.mkdir(parents=True, exist_ok=True)
     err_path = runs_dir / f"{task.name}.err"
     write_atomically(err_path, f"run {task.name}: algo={task.algo} env={task.env} seed={task.seed}\n{message}")
-    for suffix in (".csv", ".json"):
-        (runs_dir / f"{task.name}{suffix}").unlink(missing_ok=True)
     lines = [line for line in message.splitlines() if line.strip()]
     return {"name": task.name, "ok": False, "error": lines[-1] if lines else "unknown error", "err_path": str(err_path)}
 

@@ -48,7 +48,7 @@ import platform
 import shlex
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ class Campaign:
     """
     A parsed campaign file.
 
-    :param path: The file
+    :param path: The file (a grid of :mod:`benchmarks.run`, given on the command line: its output folder)
     :param out: Output folder
     :param tasks: The runs, in the order they run (seed by seed, in the file's order within a seed)
     :param report_marks: ``("cpu_time_s" | "timesteps", marks)`` of the report's table
@@ -89,7 +89,7 @@ class Campaign:
     path: Path
     out: Path
     tasks: tuple[harness.RunTask, ...]
-    report_marks: tuple[str, tuple[float, ...]]
+    report_marks: tuple[str, tuple[float, ...]] = ("timesteps", ())
     notes: str = ""
     reference: Reference | None = None
 
@@ -280,11 +280,18 @@ def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, t
 
 
 # ---------------------------------------------------------------------------------------------------- files of a run
+def _lock_folder(task: harness.RunTask) -> Path:
+    """:return: Where the locks of a run's folder live: next to its checkpoints (outside the work tree), or in the
+    git-ignored ``<out>/runs/`` for runs without checkpoints"""
+    if task.checkpoint_dir is not None:
+        return Path(task.checkpoint_dir).parent
+    return Path(task.out_dir) / harness.RUNS_DIRNAME
+
+
 @contextlib.contextmanager
 def _locked(task: harness.RunTask) -> Iterator[None]:
-    """Hold the campaign's lock (a file next to its checkpoints, outside the work tree) while writing its files."""
-    assert task.checkpoint_dir is not None
-    lock = Path(task.checkpoint_dir).parent / LOCK_FILENAME
+    """Hold the lock of the run's output folder (:func:`_lock_folder`) while writing its files."""
+    lock = _lock_folder(task) / LOCK_FILENAME
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -339,6 +346,19 @@ def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any])
         text = json.dumps(dict(sorted(everything.items())), indent=2) + "\n"
         write_atomically(out / harness.RUN_METADATA_FILENAME, text)
         (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
+
+
+def forget_run(task: harness.RunTask) -> None:
+    """A failed run is not finished: drop its entry of ``run_metadata.json`` (a run started again with ``--force``)
+    and, when it has no checkpoints to resume from, its rows of ``evaluations.csv``."""
+    out = Path(task.out_dir)
+    with _locked(task):
+        everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
+        if everything.pop(task.name, None) is not None:
+            write_atomically(out / harness.RUN_METADATA_FILENAME, json.dumps(everything, indent=2) + "\n")
+        old = read_evaluations(out)
+        if task.checkpoint_dir is None and _is_run(old, task).any():
+            write_atomically(out / harness.EVALUATIONS_FILENAME, old[~_is_run(old, task)].to_csv(index=False))
 
 
 def progress_rows(task: harness.RunTask) -> functools.partial[None]:
@@ -634,25 +654,35 @@ def run_campaign(
     backend: str = "local",
     address: str | None = None,
     command: str | None = None,
+    recorded: Mapping[str, Any] | None = None,
+    skip_done: bool = True,
+    fresh_process_per_run: bool = False,
+    report: Callable[[Campaign], Path] | None = None,
 ) -> list[dict[str, Any]]:
     """
     Run the campaign's unfinished runs (``partial`` ones resume from their checkpoints, ``failed`` ones start again)
-    in their order, then write the report.
+    in their order, then write the report. Grids (:mod:`benchmarks.run`) run through here too.
 
     :param workers: Parallel worker processes (``local``) or CPUs of a new local Ray instance (``ray`` without address)
     :param backend: ``local`` or ``ray`` (:func:`benchmarks.backends.execute`)
     :param address: With ``ray``: the cluster's head (``HOST:PORT`` or ``auto``)
     :param command: The command line recorded in ``config.json``
+    :param recorded: What the invocation records in ``config.json`` besides the command, workers, backend, machine and
+        times (default: the campaign file)
+    :param skip_done: Skip the runs already ``done`` or ``stopped`` (else run every run again)
+    :param fresh_process_per_run: Start a new worker process for every run
+    :param report: Writes the report (default :func:`write_report`)
     :return: One result per run executed
     :raises RuntimeError: if the campaign is already running (another ``run`` holds its lock)
     """
     with _running(campaign):
         states = run_states(campaign).set_index("name")
-        todo = [task for task in campaign.tasks if states.loc[task.name, "state"] not in ("done", "stopped")]
+        done = ("done", "stopped") if skip_done else ()
+        todo = [task for task in campaign.tasks if states.loc[task.name, "state"] not in done]
         campaign.out.mkdir(parents=True, exist_ok=True)
         invocation: dict[str, Any] = {
             "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
-            "campaign": str(campaign.path),
+            **({"campaign": str(campaign.path)} if recorded is None else recorded),
             "workers": workers,
             "backend": backend,
         }
@@ -662,18 +692,19 @@ def run_campaign(
             invocation.update(machine=harness.machine_info(), started=harness.now(), finished=None, runs_executed=len(todo))
             start_invocation(campaign.out / harness.CONFIG_FILENAME, invocation)
             logger.info("Running %d of %d run(s) of %s on %s", len(todo), len(campaign.tasks), campaign.path, backend)
-            results = backends.execute(todo, workers, store_run, progress_rows, backend) if todo else []
+            results = backends.execute(todo, workers, store_run, progress_rows, backend, fresh_process_per_run) if todo else []
         failed = sorted(result["name"] for result in results if not result["ok"])
+        for task in (task for task in todo if task.name in failed):
+            forget_run(task)
         finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
-        write_report(campaign)
+        (report or write_report)(campaign)
         return results
 
 
 @contextlib.contextmanager
 def _running(campaign: Campaign) -> Iterator[None]:
-    """Hold the campaign's run lock (next to its checkpoints): two ``run`` of one campaign would train the same runs."""
-    assert campaign.tasks[0].checkpoint_dir is not None
-    path = Path(campaign.tasks[0].checkpoint_dir).parent / RUN_LOCK_FILENAME
+    """Hold the campaign's run lock (:func:`_lock_folder`): two ``run`` of one campaign would train the same runs."""
+    path = _lock_folder(campaign.tasks[0]) / RUN_LOCK_FILENAME
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
         try:

@@ -8,17 +8,16 @@ The grid command: train every algorithm x env x seed with a step or CPU-time bud
     # rebuild results.md and the plots of a folder from its evaluations.csv
     python -m benchmarks.run --summary-only --out benchmarks/results/classic
 
-Each run writes ``runs/<run>.csv`` and ``.json`` (or ``.err``) when it ends; they are then merged into
-``evaluations.csv`` and ``run_metadata.json`` (:mod:`benchmarks.summary`). A folder holding committed files or an
-earlier invocation's results is refused without ``--force`` (``--skip-existing`` resumes an uncommitted one).
+A grid is a campaign given on the command line: its runs are stored and resumed as :mod:`benchmarks.campaign`'s are
+(rows in ``evaluations.csv`` after each evaluation, ``run_metadata.json`` when a run ends, ``runs/<run>.err`` when it
+fails). A folder holding committed files or an earlier invocation's results is refused without ``--force``
+(``--skip-existing`` resumes an uncommitted one).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import json
 import logging
 import os
 import shlex
@@ -30,22 +29,11 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks import backends
+from benchmarks import backends, campaign
 from benchmarks.algorithms import ALGORITHMS, get_algorithm_class, split_variant, variant_overrides_path
-from benchmarks.checkpoint import CHECKPOINT_DIR_ENV, default_checkpoint_root, write_atomically
-from benchmarks.harness import (
-    CONFIG_FILENAME,
-    PROGRESS_SUFFIX,
-    RUNS_DIRNAME,
-    TIME_BUDGET_STEP_CAP,
-    VEC_ENV_TYPES,
-    RunTask,
-    _task_options,
-    machine_info,
-    now,
-    run_checkpoint_dir,
-)
-from benchmarks.summary import completed_runs, finish_invocation, merge_runs, start_invocation, write_summary
+from benchmarks.checkpoint import CHECKPOINT_DIR_ENV, default_checkpoint_root
+from benchmarks.harness import RUNS_DIRNAME, TIME_BUDGET_STEP_CAP, VEC_ENV_TYPES, RunTask, _task_options, run_checkpoint_dir
+from benchmarks.summary import write_summary
 
 logger = logging.getLogger(__name__)
 
@@ -113,24 +101,6 @@ def refusal_to_write(out: str | Path, skip_existing: bool) -> str | None:
     return None
 
 
-def write_run_files(task: RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
-    """Store a finished run of a grid: ``runs/<run>.json``, then ``runs/<run>.csv`` (it marks a completed run); drop
-    its ``.err`` and its progress file."""
-    runs_dir = Path(task.out_dir) / RUNS_DIRNAME
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    write_atomically(runs_dir / f"{task.name}.json", json.dumps(metadata, indent=2) + "\n")
-    write_atomically(runs_dir / f"{task.name}.csv", csv_text)
-    for suffix in (".err", PROGRESS_SUFFIX):
-        (runs_dir / f"{task.name}{suffix}").unlink(missing_ok=True)
-
-
-def progress_file(task: RunTask) -> Path:
-    """:return: Where a run of a grid writes its evaluations so far (``runs/<run>.csv.partial``)"""
-    runs_dir = Path(task.out_dir) / RUNS_DIRNAME
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    return runs_dir / f"{task.name}{PROGRESS_SUFFIX}"
-
-
 def run_grid(
     algos: Sequence[str],
     envs: Sequence[str],
@@ -147,8 +117,9 @@ def run_grid(
     **settings: Any,
 ) -> pd.DataFrame:
     """
-    Run every (algo, env, seed), record the invocation in ``config.json``, merge the results and write ``results.md``
-    and the plots (:func:`benchmarks.summary.write_summary`).
+    Run every (algo, env, seed) as a campaign given on the command line (:func:`benchmarks.campaign.run_campaign`:
+    the invocation in ``config.json``, each run's rows in ``evaluations.csv`` as it goes, ``run_metadata.json`` when it
+    ends, failures in ``runs/<run>.err``), then write ``results.md`` and the plots (:func:`benchmarks.summary.write_summary`).
 
     :param workers: Local worker processes, or CPUs of a new local Ray instance (default: ``os.cpu_count()``)
     :param backend: ``local``: a pool of ``workers`` processes on this machine; ``ray``: one Ray task of one CPU per
@@ -160,6 +131,7 @@ def run_grid(
         again resumes from its last one
     :param settings: The run options of :class:`benchmarks.harness.RunTask` (``steps`` and ``eval_freq`` required).
         With ``cpu_budget`` (CPU seconds of training per run), ``steps`` is a cap (``TIME_BUDGET_STEP_CAP`` for none)
+    :param skip_existing: Skip the runs already finished in ``out_dir`` (else run every run again)
     :return: All evaluations in ``out_dir``
     :raises ValueError: for bad settings, before anything is written
     """
@@ -199,37 +171,32 @@ def run_grid(
         for algo in algos
         for seed in seeds
     ]
-    existing = completed_runs(out) if skip_existing else set()
-    todo = [task for task in tasks if task.name not in existing]
     workers = workers or os.cpu_count() or 1
     per_run = ("algo", "env", "seed", "out_dir", "threshold")
-    invocation: dict[str, Any] = {
-        "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
+    recorded: dict[str, Any] = {
         "algos": algos,
         "envs": envs,
         "seeds": seeds,
         **{key: value for key, value in _task_options(template).items() if key not in per_run},
-        "workers": workers,
         "skip_existing": skip_existing,
         "thresholds": dict(thresholds or {}),
-        "backend": backend,
     }
-    with contextlib.ExitStack() as stack:
-        if backend == "ray" and todo:  # connect before recording the invocation: a bad address leaves no trace
-            invocation["ray"] = stack.enter_context(backends.ray_session(workers, address))
-        invocation.update(machine=machine_info(), started=now(), finished=None, runs_executed=len(todo), runs_failed=[])
-        (out / RUNS_DIRNAME).mkdir(parents=True, exist_ok=True)
-        start_invocation(out / CONFIG_FILENAME, invocation)
-        where = f"Ray ({invocation['ray']['address']})" if "ray" in invocation else f"{workers} worker(s)"
-        logger.info("Running %d run(s) (%d skipped) on %s into %s", len(todo), len(tasks) - len(todo), where, out)
-        results = backends.execute(todo, workers, write_run_files, progress_file, backend, fresh_process_per_run)
+    grid = campaign.Campaign(out, out, tuple(tasks))
+    results = campaign.run_campaign(
+        grid,
+        workers,
+        backend,
+        address,
+        command,
+        recorded,
+        skip_done=skip_existing,
+        fresh_process_per_run=fresh_process_per_run,
+        report=lambda _: write_summary(out, thresholds),
+    )
     failed = sorted(result["name"] for result in results if not result["ok"])
-    finish_invocation(out / CONFIG_FILENAME, invocation, failed)
-    frame = merge_runs(out, drop=failed)
-    write_summary(out, thresholds)
     if failed:
         logger.warning("%d run(s) failed: %s (tracebacks in %s)", len(failed), ", ".join(failed), out / RUNS_DIRNAME)
-    return frame
+    return campaign.read_evaluations(out)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -436,8 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             backend=args.backend,
             address=args.address,
         )
-    except (ValueError, FileNotFoundError, ImportError, ConnectionError) as exc:  # bad settings; the ray backend: Ray
-        parser.error(str(exc))  # missing, no cluster at --address (all raised before anything is written)
+    except (ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as exc:  # bad settings; the
+        parser.error(str(exc))  # ray backend: Ray missing, no cluster at --address; --out already running (nothing written)
     expected = {(algo, env, seed) for algo in args.algos for env in args.envs for seed in args.seeds}
     present = set(zip(frame["algo"], frame["env"], frame["seed"].astype(int), strict=True))
     logger.info("Wrote %s/results.md (%d evaluations)", args.out, len(frame))

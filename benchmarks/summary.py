@@ -1,6 +1,6 @@
 """
-The results of a grid folder (:mod:`benchmarks.run`): ``runs/*`` merged into ``evaluations.csv`` and
-``run_metadata.json``, then ``results.md`` (one table per env, equal-time tables of the time-budget runs, the
+The report of a grid folder (:mod:`benchmarks.run`), from its ``evaluations.csv``, ``run_metadata.json`` and
+``config.json``: ``results.md`` (one table per env, equal-time tables of the time-budget runs, the
 invocations of ``config.json``) and the learning curves against env steps (``<env>.png``) and training seconds
 (``<env>_seconds.png``). The curves on a clock are shared with the campaigns' reports (:mod:`benchmarks.campaign`).
 """
@@ -39,52 +39,6 @@ from benchmarks.reporting import steps as format_steps
 
 #: ``<env><suffix>.png``: the learning curves against training seconds of the envs with time-budget runs
 SECONDS_PLOT_SUFFIX = "_seconds"
-
-
-def _run_names(frame: pd.DataFrame) -> pd.Series:
-    names = [run_name(str(a), str(e), int(s)) for a, e, s in zip(frame["algo"], frame["env"], frame["seed"], strict=True)]
-    return pd.Series(names, index=frame.index, dtype=object)
-
-
-def completed_runs(out_dir: str | Path) -> set[str]:
-    """:return: Names of the runs with results in ``out_dir`` (a CSV in ``runs/`` or rows in ``evaluations.csv``)"""
-    out = Path(out_dir)
-    names = {path.stem for path in (out / RUNS_DIRNAME).glob("*.csv")}
-    if (out / EVALUATIONS_FILENAME).is_file():
-        names.update(_run_names(pd.read_csv(out / EVALUATIONS_FILENAME)))
-    return names
-
-
-def merge_runs(out_dir: str | Path, drop: Iterable[str] = ()) -> pd.DataFrame:
-    """
-    Merge ``runs/*.csv`` into ``evaluations.csv`` and ``runs/*.json`` into ``run_metadata.json``: a run's CSV replaces
-    its rows, runs only in ``evaluations.csv`` (``runs/`` is git-ignored) are kept, runs named in ``drop`` are removed.
-
-    :return: All evaluations, sorted by env, algo, seed, timesteps
-    """
-    out = Path(out_dir)
-    runs_dir, drop = out / RUNS_DIRNAME, set(drop)
-    frames = [pd.read_csv(path) for path in sorted(runs_dir.glob("*.csv"))]
-    if (out / EVALUATIONS_FILENAME).is_file():
-        old = pd.read_csv(out / EVALUATIONS_FILENAME)
-        fresh = {path.stem for path in runs_dir.glob("*.csv")} | drop
-        frames.insert(0, old[~_run_names(old).isin(fresh)] if len(old) else old)
-    frames = [frame for frame in frames if len(frame)]
-    merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(EVAL_COLUMNS))
-    merged = merged.reindex(columns=list(EVAL_COLUMNS))
-    if len(merged):
-        merged = merged.astype({"seed": int, "timesteps": int}).sort_values(
-            ["env", "algo", "seed", "timesteps"], kind="stable"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomically(out / EVALUATIONS_FILENAME, merged.reset_index(drop=True).to_csv(index=False))
-
-    metadata = {name: meta for name, meta in read_json(out / RUN_METADATA_FILENAME, {}).items() if name not in drop}
-    for path in sorted(runs_dir.glob("*.json")):
-        if path.with_suffix(".csv").is_file():
-            metadata[path.stem] = json.loads(path.read_text())
-    write_atomically(out / RUN_METADATA_FILENAME, json.dumps(dict(sorted(metadata.items())), indent=2) + "\n")
-    return merged.reset_index(drop=True)
 
 
 def start_invocation(config_path: Path, invocation: Mapping[str, Any]) -> None:
@@ -224,14 +178,13 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
     envs = _ordered({env for block in blocks for env in block["envs"]}, invocation.get("envs"))
     seeds = sorted({seed for block in blocks for seed in block.get("seeds", invocation.get("seeds", []))})
     eval_freq, cap = invocation.get("eval_freq") or 0, invocation.get("steps") or TIME_BUDGET_STEP_CAP
-    budget = _time_budget(invocation)
+    budget = _cpu_budget(invocation)
     no_step_evaluations = budget is not None and eval_freq >= cap  # none before the step cap
     schedule = [] if no_step_evaluations else [f"{invocation.get('eval_freq')} steps"]
     if budget is not None:
         schedule.append(", ".join(f"{fraction:.0%}" for fraction in TIME_FRACTIONS if fraction < 1) + " of the budget")
-    for key, unit in (("eval_cpu_seconds", "CPU-s"), ("eval_seconds", "s")):
-        if invocation.get(key) is not None:
-            schedule.append(f"{invocation[key]:g} {unit}")
+    if invocation.get("eval_cpu_seconds") is not None:
+        schedule.append(f"{invocation['eval_cpu_seconds']:g} CPU-s")
     evaluation = f"every {' and '.join(schedule)}, " + (
         "last 100 training episodes"
         if invocation.get("metric", "eval") == "train"
@@ -253,90 +206,65 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _time_budget(options: Mapping[str, Any]) -> tuple[float, str] | None:
-    """
-    :param options: A run's metadata or an invocation of ``config.json``
-    :return: Its time budget and the column of the clock it counts on: ``cpu_budget`` on ``cpu_time_s``, or the
-        wall-clock ``time_budget`` of the results made before CPU budgets replaced it, on ``wall_time_s``; ``None``
-    """
-    if options.get("cpu_budget"):
-        return float(options["cpu_budget"]), "cpu_time_s"
-    if options.get("time_budget"):
-        return float(options["time_budget"]), "wall_time_s"
-    return None
+def _cpu_budget(options: Mapping[str, Any]) -> float | None:
+    """:return: The CPU budget (seconds of training) of a run's metadata or of an invocation of ``config.json``"""
+    return float(options["cpu_budget"]) if options.get("cpu_budget") else None
 
 
-def _time_budgets(metas: Iterable[Mapping[str, Any]]) -> list[tuple[float, str]]:
-    """:return: The distinct time budgets of runs (:func:`_time_budget`), sorted"""
-    return sorted({budget for budget in map(_time_budget, metas) if budget is not None})
+def _cpu_budgets(metas: Iterable[Mapping[str, Any]]) -> list[float]:
+    """:return: The distinct CPU budgets of runs, sorted"""
+    return sorted({budget for budget in map(_cpu_budget, metas) if budget is not None})
 
 
-def _evaluated_on_a_clock(meta: Mapping[str, Any]) -> bool:
-    """:return: Whether a run was evaluated at time marks (``eval_cpu_seconds``, or the older ``eval_seconds``)"""
-    return bool(meta.get("eval_cpu_seconds") or meta.get("eval_seconds"))
+def _evaluated_on_the_cpu_clock(meta: Mapping[str, Any]) -> bool:
+    """:return: Whether a run was evaluated at CPU-time marks (its CPU budget's fractions, ``eval_cpu_seconds``)"""
+    return bool(meta.get("cpu_budget") or meta.get("eval_cpu_seconds"))
 
 
-def _seconds_unit(clock: str) -> str:
-    """:return: The unit of a clock column in the tables: ``CPU-s`` for ``cpu_time_s``, ``s`` for the wall-clock"""
-    return "CPU-s" if clock == "cpu_time_s" else "s"
-
-
-def _budget(steps: Any, budget: tuple[float, str] | None) -> str:
+def _budget(steps: Any, budget: float | None) -> str:
     """:return: A budget as ``512`` (steps), ``3600 CPU-s of training`` or ``3600 CPU-s of training, at most 1M steps``"""
     if budget is None:
         return str(steps)
     cap = f", at most {format_steps(float(steps))} steps" if steps is not None and int(steps) < TIME_BUDGET_STEP_CAP else ""
-    return f"{budget[0]:g} {_seconds_unit(budget[1])} of training{cap}"
+    return f"{budget:g} CPU-s of training{cap}"
 
 
 def time_budget_evaluations(frame: pd.DataFrame, run_metadata: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """
-    The evaluations of the time-budget runs at the fractions :data:`TIME_FRACTIONS` of their budget.
+    The evaluations of the CPU-budget runs at the fractions :data:`TIME_FRACTIONS` of their budget.
 
     A run is evaluated at the first env step past each fraction of its budget (and stops at the first past the whole
-    budget, then evaluated), so the evaluation for fraction ``f`` is its first at or after ``f * budget`` seconds of
-    training on its clock (:func:`_time_budget`). A run that ended before (its step cap, ``--stop-at-threshold``)
-    gives its last evaluation there, marked ``ended_early``.
+    budget, then evaluated), so the evaluation for fraction ``f`` is its first at or after ``f * budget`` CPU seconds
+    of training. A run that ended before (its step cap, ``--stop-at-threshold``) gives its last evaluation there,
+    marked ``ended_early``.
 
     :param frame: Evaluations (columns :data:`EVAL_COLUMNS`)
-    :param run_metadata: Metadata of the runs by run name; runs without a time budget are left out
-    :return: One row per (env, algo, seed, fraction): ``time_budget``, ``clock`` (``cpu_time_s`` or ``wall_time_s``),
-        ``timesteps``, ``seconds`` (on that clock), ``mean_return``, ``ended_early``
+    :param run_metadata: Metadata of the runs by run name; runs without a CPU budget are left out
+    :return: One row per (env, algo, seed, fraction): ``cpu_budget``, ``timesteps``, ``seconds`` (CPU seconds of
+        training), ``mean_return``, ``ended_early``
     """
-    budgets = {name: _time_budget(meta) for name, meta in run_metadata.items() if _time_budget(meta) is not None}
-    columns = ["env", "algo", "seed", "fraction", "time_budget", "clock", "timesteps", "seconds", "mean_return"]
+    budgets = {name: _cpu_budget(meta) for name, meta in run_metadata.items()}
+    columns = ["env", "algo", "seed", "fraction", "cpu_budget", "timesteps", "seconds", "mean_return", "ended_early"]
     rows = []
     for (env, algo, seed), run in frame.groupby(["env", "algo", "seed"], sort=True):
-        found = budgets.get(run_name(str(algo), str(env), int(seed)))
-        if found is None:
+        budget = budgets.get(run_name(str(algo), str(env), int(seed)))
+        if budget is None:
             continue
-        budget, clock = found
-        run = run.sort_values(clock)
+        run = run.sort_values("cpu_time_s")
         for fraction in TIME_FRACTIONS:
-            after = run[run[clock] >= fraction * budget]
+            after = run[run["cpu_time_s"] >= fraction * budget]
             record = after.iloc[0] if len(after) else run.iloc[-1]
-            steps, seconds, value = int(record["timesteps"]), float(record[clock]), float(record["mean_return"])
-            rows.append([env, algo, int(seed), fraction, budget, clock, steps, seconds, value, not len(after)])
-    return pd.DataFrame(rows, columns=[*columns, "ended_early"])
+            steps, seconds, value = int(record["timesteps"]), float(record["cpu_time_s"]), float(record["mean_return"])
+            rows.append([env, algo, int(seed), fraction, budget, steps, seconds, value, not len(after)])
+    return pd.DataFrame(rows, columns=columns)
 
 
-def _equal_wall_clock_lines(evaluations: pd.DataFrame, algos: Sequence[str]) -> list[str]:
-    """:return: The equal-time tables of one env's time-budget runs (``evaluations``: :func:`time_budget_evaluations`):
-    ``Equal CPU time`` for CPU budgets, ``Equal wall-clock`` for the wall-clock budgets of older results"""
-    lines = []
-    for clock, title in (("cpu_time_s", "Equal CPU time"), ("wall_time_s", "Equal wall-clock")):
-        on_clock = evaluations[evaluations["clock"] == clock]
-        if len(on_clock):
-            lines += [f"### {title}", "", *_equal_time_table(on_clock, algos, _seconds_unit(clock)), ""]
-    return lines
-
-
-def _equal_time_table(evaluations: pd.DataFrame, algos: Sequence[str], unit: str) -> list[str]:
-    """:return: The rows of one equal-time table (runs of one clock, whose budgets are in ``unit``)"""
+def _equal_time_table(evaluations: pd.DataFrame, algos: Sequence[str]) -> list[str]:
+    """:return: The rows of one env's *Equal CPU time* table (``evaluations``: :func:`time_budget_evaluations`)"""
     rows = []
     for algo in [algo for algo in algos if algo in set(evaluations["algo"])]:
         runs = evaluations[evaluations["algo"] == algo]
-        budgets = ", ".join(f"{value:g} {unit}" for value in sorted(set(runs["time_budget"])))
+        budgets = ", ".join(f"{value:g} CPU-s" for value in sorted(set(runs["cpu_budget"])))
         cells = [algo, str(runs["seed"].nunique()), budgets]
         for fraction in TIME_FRACTIONS:
             at = runs[runs["fraction"] == fraction]
@@ -349,7 +277,7 @@ def _equal_time_table(evaluations: pd.DataFrame, algos: Sequence[str], unit: str
         cells.append(str(int(final["ended_early"].sum())))
         rows.append(cells)
     header = ["Algorithm", "Seeds", "Budget", *(f"Return at {fraction:.0%}" for fraction in TIME_FRACTIONS)]
-    header += ["Steps reached", "CPU seconds" if unit == "CPU-s" else "Seconds", "Ended early"]
+    header += ["Steps reached", "CPU seconds", "Ended early"]
     return markdown_table(header, rows)
 
 
@@ -370,7 +298,9 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
     :return: Path of ``results.md``
     """
     out = Path(out_dir)
-    frame = merge_runs(out)
+    frame = pd.DataFrame(columns=list(EVAL_COLUMNS))
+    if (out / EVALUATIONS_FILENAME).is_file():
+        frame = pd.read_csv(out / EVALUATIONS_FILENAME).sort_values(["env", "algo", "seed", "timesteps"], kind="stable")
     config = read_json(out / CONFIG_FILENAME, {"invocations": []})
     if thresholds:
         config["thresholds"] = {**config.get("thresholds", {}), **thresholds}
@@ -396,11 +326,11 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         "",
     ]
     budget_evaluations = time_budget_evaluations(frame, metadata)
-    timed_envs = {meta["env"] for meta in metadata.values() if _time_budget(meta) or _evaluated_on_a_clock(meta)}
+    timed_envs = {meta["env"] for meta in metadata.values() if _evaluated_on_the_cpu_clock(meta)}
     if len(budget_evaluations):
         lines += [
             "Equal CPU time (runs with a budget of process CPU time of training, env stepping included, evaluation "
-            "excluded; Steps then gives it in CPU-s) or, in results made before CPU budgets, equal wall-clock (in s): "
+            "excluded; Steps then gives it in CPU-s): "
             "the return at 25%, 50% and 100% of the budget is each run's first evaluation at or after that much "
             "training time (the runs are evaluated there), mean ± std over seeds; a run that ended before (its "
             "step cap) counts with its last evaluation (Ended early). Steps reached: mean [min, max] over seeds at the "
@@ -424,10 +354,10 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
                     [
                         format_steps(steps)
                         for steps in sorted(
-                            {int(meta["steps"]) for meta in runs if meta.get("steps") and not _time_budget(meta)}
+                            {int(meta["steps"]) for meta in runs if meta.get("steps") and not _cpu_budget(meta)}
                         )
                     ]
-                    + [f"{budget:g} {_seconds_unit(clock)}" for budget, clock in _time_budgets(runs)]
+                    + [f"{budget:g} CPU-s" for budget in _cpu_budgets(runs)]
                 )
                 or "?",
                 ", ".join(sorted({meta.get("metric", "eval") for meta in runs})) or "?",
@@ -450,7 +380,7 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         lines += [*markdown_table(columns, rows), "", f"![{env}]({safe_name(env)}.png)", ""]
         env_budgets = budget_evaluations[budget_evaluations["env"] == env]
         if len(env_budgets):
-            lines += _equal_wall_clock_lines(env_budgets, algos)
+            lines += ["### Equal CPU time", "", *_equal_time_table(env_budgets, algos), ""]
         if env in timed_envs:
             lines += [f"![{env} against training seconds]({safe_name(env)}{SECONDS_PLOT_SUFFIX}.png)", ""]
 
@@ -488,9 +418,8 @@ def plot_learning_curves(
     seeds line up, and a run stopped at the threshold keeps its last value to the end of its algorithm's curve. The
     x axis is logarithmic when the budgets in one plot differ more than tenfold.
 
-    With ``seconds``, write ``out_dir/<env>_seconds.png`` instead: the return against seconds of training (evaluation
-    excluded, :func:`draw_on_clock`), time budgets dotted. The clock is the CPU time (``cpu_time_s``) when a run of the
-    env has a CPU budget or CPU-time evaluations, else the wall-clock.
+    With ``seconds``, write ``out_dir/<env>_seconds.png`` instead: the return against CPU seconds of training
+    (evaluation excluded, :func:`draw_on_clock`), CPU budgets dotted.
 
     :return: Paths of the written files
     """
@@ -502,22 +431,20 @@ def plot_learning_curves(
     freqs = {  # the runs evaluated at time marks too have records off the step grid
         (meta["algo"], meta["env"]): int(meta["eval_freq"])
         for meta in (run_metadata or {}).values()
-        if meta.get("eval_freq") and not (_time_budget(meta) or _evaluated_on_a_clock(meta))
+        if meta.get("eval_freq") and not _evaluated_on_the_cpu_clock(meta)
     }
     paths = []
     for env, env_frame in frame.groupby("env", sort=True):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         runs_meta = [meta for meta in (run_metadata or {}).values() if meta.get("env") == env]
-        on_cpu = any(meta.get("cpu_budget") or meta.get("eval_cpu_seconds") for meta in runs_meta)
-        clock = "cpu_time_s" if on_cpu else "wall_time_s"
         ends = []
         for algo in _ordered(env_frame["algo"].unique(), algo_order):
             runs = env_frame[env_frame["algo"] == algo]
             if seconds:
-                draw_on_clock(ax, runs, clock, algo)
+                draw_on_clock(ax, runs, "cpu_time_s", algo)
             else:
                 ends.append(_draw_on_steps(ax, runs, freqs.get((algo, str(env))), algo))
-        for budget, _ in [found for found in _time_budgets(runs_meta) if found[1] == clock] if seconds else []:
+        for budget in _cpu_budgets(runs_meta) if seconds else []:
             ax.axvline(budget, color="gray", linestyle=":", linewidth=1)
         threshold = thresholds.get(str(env))
         if threshold is not None:
@@ -526,7 +453,7 @@ def plot_learning_curves(
             ax.set_xscale("log")
             ax.set_xlim(left=min(freqs.get((algo, str(env)), 1) for algo in env_frame["algo"].unique()))
         metrics = {meta.get("metric", "eval") for meta in runs_meta}
-        xlabel = f"training {'CPU ' if on_cpu else ''}seconds (evaluation excluded)" if seconds else "env steps"
+        xlabel = "training CPU seconds (evaluation excluded)" if seconds else "env steps"
         path = Path(out_dir) / f"{safe_name(str(env))}{SECONDS_PLOT_SUFFIX if seconds else ''}.png"
         paths.append(save_plot(fig, ax, str(env), xlabel, metrics, path))
     return paths

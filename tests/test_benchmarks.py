@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import algorithms, backends, harness, reporting
-from benchmarks.run import main, parse_thresholds, run_grid, write_run_files
+from benchmarks import algorithms, backends, campaign, harness, reporting
+from benchmarks.run import main, parse_thresholds, run_grid
 from benchmarks.summary import finish_invocation, resolve_thresholds, summarize_results, threshold_crossings
 
 RESULTS_DIR = algorithms.REPO_ROOT / "benchmarks" / "results"
@@ -40,15 +40,17 @@ def tiny_grid(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
 def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
     out, exit_code = tiny_grid
     assert exit_code == 0
-    assert sorted(path.name for path in (out / "runs").glob("*.csv")) == [
-        "a2c__CartPole-v1__seed0.csv",
-        "a2c__CartPole-v1__seed1.csv",
-        "ppo__CartPole-v1__seed0.csv",
-        "ppo__CartPole-v1__seed1.csv",
+    metadata = json.loads((out / "run_metadata.json").read_text())
+    assert sorted(metadata) == [
+        "a2c__CartPole-v1__seed0",
+        "a2c__CartPole-v1__seed1",
+        "ppo__CartPole-v1__seed0",
+        "ppo__CartPole-v1__seed1",
     ]
-    assert not list((out / "runs").glob("*.err")) and not list((out / "runs").glob(f"*{harness.PROGRESS_SUFFIX}"))
+    assert {meta["status"] for meta in metadata.values()} == {"done"} and not list((out / "runs").glob("*.err"))
     frame = pd.read_csv(out / "evaluations.csv")
-    assert tuple(frame.columns) == harness.EVAL_COLUMNS and len(frame) == 2 * 2 * 3
+    # a grid stores its runs as a campaign does: the harness's columns and the git revision that wrote each row
+    assert tuple(frame.columns) == campaign.COLUMNS and len(frame) == 2 * 2 * 3 and frame["git"].notna().all()
     for (algo, seed), run in frame.groupby(["algo", "seed"]):
         assert algo in ("ppo", "a2c") and seed in (0, 1)
         # ppo (8 envs x 32 steps) and a2c (8 envs x 5 steps) both hit multiples of 256 exactly
@@ -58,7 +60,6 @@ def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
         assert run["cpu_time_s"].is_monotonic_increasing and 0 <= run["cpu_time_s"].iloc[0] < run["cpu_time_s"].iloc[-1]
         assert (run["fps"].iloc[1:] > 0).all() and math.isnan(run["fps"].iloc[0])
         assert np.isfinite(run["mean_return"]).all() and (run["std_return"] >= 0).all()
-    metadata = json.loads((out / "run_metadata.json").read_text())
     assert metadata["ppo__CartPole-v1__seed0"]["hyperparams_source"] == "rl_zoo3/hyperparams/ppo.yml [CartPole-v1]"
     assert metadata["ppo__CartPole-v1__seed0"]["n_envs"] == 8
     assert metadata["a2c__CartPole-v1__seed1"]["reward_threshold"] == 475.0
@@ -82,7 +83,7 @@ def test_summary_only_skip_existing_and_fresh_checkout(tiny_grid: tuple[Path, in
     assert main([*TINY_GRID, "--out", str(out), "--skip-existing"]) == 0
     config = json.loads((out / "config.json").read_text())
     assert len(config["invocations"]) == 2 and config["invocations"][-1]["runs_executed"] == 0
-    # runs/ is git-ignored: the summary must be rebuilt from evaluations.csv alone
+    # runs/ is git-ignored: the summary must be rebuilt from evaluations.csv and run_metadata.json alone
     shutil.rmtree(out / "runs")
     (out / "results.md").unlink()
     (out / "CartPole-v1.png").unlink()
@@ -252,13 +253,35 @@ def test_variants(tmp_path: Path) -> None:
 
 
 def test_failing_run_is_recorded(tmp_path: Path) -> None:
-    result = backends.run_local(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(tmp_path)), write_run_files)
+    result = backends.run_local(
+        harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(tmp_path)), campaign.store_run
+    )
     assert not result["ok"]
     err = (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.err").read_text()
     assert "Traceback" in err and "NoSuchEnv" in err
-    assert not (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.csv").exists()
+    assert not (tmp_path / "evaluations.csv").exists() and not (tmp_path / "run_metadata.json").exists()
     with pytest.raises(ValueError, match="metric"):
         harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, metric="best")
+
+
+def test_failed_runs_are_forgotten_and_retried(tmp_path: Path) -> None:
+    """A failed run leaves its traceback and no results (the results of an earlier success it replaced with --force
+    are dropped); --skip-existing runs it again."""
+    out = tmp_path / "grid"
+    out.mkdir()
+    name = "a2c__NoSuchEnv-v0__seed0"
+    (out / "run_metadata.json").write_text(json.dumps({name: {"algo": "a2c", "env": "NoSuchEnv-v0", "status": "done"}}))
+    pd.DataFrame([["a2c", "NoSuchEnv-v0", 0, 0, 1.0]], columns=["algo", "env", "seed", "timesteps", "mean_return"]).to_csv(
+        out / "evaluations.csv", index=False
+    )
+    grid = ["--algos", "a2c", "--envs", "NoSuchEnv-v0", "--seeds", "0", "--steps", "100", "--workers", "1", "--quiet"]
+    assert main([*grid, "--out", str(out), "--force"]) == 1
+    assert json.loads((out / "run_metadata.json").read_text()) == {} and not len(pd.read_csv(out / "evaluations.csv"))
+    assert "KeyError: 'NoSuchEnv-v0'" in (out / "runs" / f"{name}.err").read_text()
+    assert f"- `{name}`: KeyError: 'NoSuchEnv-v0'" in (out / "results.md").read_text()
+    assert main([*grid, "--out", str(out), "--skip-existing"]) == 1
+    invocations = json.loads((out / "config.json").read_text())["invocations"]
+    assert [entry["runs_executed"] for entry in invocations] == [1, 1] and invocations[1]["runs_failed"] == [name]
 
 
 def test_train_metric_and_stop_at_threshold(tmp_path: Path) -> None:

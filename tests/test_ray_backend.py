@@ -21,7 +21,7 @@ GRID = [
 ]
 #: The columns that do not depend on the machine's speed
 SAME_COLUMNS = ["algo", "env", "seed", "timesteps", "mean_return", "std_return", "curriculum_length"]
-TIME_KEYS = ("train_time_s", "train_cpu_time_s", "total_time_s")
+TIME_KEYS = ("train_time_s", "train_cpu_time_s", "total_time_s", "finished")
 
 
 @pytest.fixture
@@ -42,16 +42,17 @@ def test_ray_backend_gives_the_local_backends_results(ray_module: ModuleType, tm
     local, ray = folders["local"], folders["ray"]
     assert sorted(path.name for path in ray.iterdir()) == sorted(path.name for path in local.iterdir())
     assert sorted(path.name for path in (ray / "runs").iterdir()) == sorted(path.name for path in (local / "runs").iterdir())
-    assert len(list((ray / "runs").glob("*.csv"))) == 4 and len(list((ray / "runs").glob("*.err"))) == 4
-    assert not list((ray / "runs").glob(f"*{harness.PROGRESS_SUFFIX}"))
+    assert len(list((ray / "runs").glob("*.err"))) == 4
 
-    # seeded runs with one torch thread: the same evaluations in a Ray worker as in a local worker process
+    # seeded runs with one torch thread: the same evaluations in a Ray worker as in a local worker process (the rows
+    # of each run in the order the runs finished)
     frames = {backend: pd.read_csv(out / "evaluations.csv") for backend, out in folders.items()}
     assert len(frames["ray"]) == 4 * 3 and frames["ray"]["mean_return"].notna().all()
-    pd.testing.assert_frame_equal(frames["ray"][SAME_COLUMNS], frames["local"][SAME_COLUMNS])
-    for path in (local / "runs").glob("*.csv"):
-        run = pd.read_csv(ray / "runs" / path.name)
-        pd.testing.assert_frame_equal(run[SAME_COLUMNS], pd.read_csv(path)[SAME_COLUMNS])
+    same = {
+        backend: frame[SAME_COLUMNS].sort_values(["algo", "env", "seed", "timesteps"], ignore_index=True)
+        for backend, frame in frames.items()
+    }
+    pd.testing.assert_frame_equal(same["ray"], same["local"])
     metadata = {backend: json.loads((out / "run_metadata.json").read_text()) for backend, out in folders.items()}
     assert _without_times(metadata["ray"]) == _without_times(metadata["local"])
     # the failures are recorded the same way: the traceback (run on a Ray node) and its last line in results.md

@@ -1,6 +1,6 @@
 """Tests of the time budgets of the benchmark harness: ``--cpu-budget`` and ``--eval-cpu-seconds`` (process CPU time
-of training), schedules that follow the CPU budget, the equal-time tables and plots (also of the older wall-clock
-results), ``--zoo-v4-entries`` and ``entry``. No assertion on speed: only on what the stopping and evaluation rules
+of training), schedules that follow the CPU budget, the equal-time tables and plots, ``--zoo-v4-entries`` and
+``entry``. No assertion on speed: only on what the stopping and evaluation rules
 guarantee whatever the machine's speed."""
 
 import json
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import algorithms, backends, harness
+from benchmarks import algorithms, backends, campaign, harness
 from benchmarks.run import main
 from benchmarks.summary import time_budget_evaluations, write_summary
 
@@ -34,7 +34,7 @@ def test_cpu_budget_run_stops_at_the_budget_and_evaluates_on_the_cpu_clock(budge
     out, exit_code = budget_grid
     assert exit_code == 0
     frame = pd.read_csv(out / "evaluations.csv", float_precision="round_trip")  # exact: compared with the JSON
-    assert tuple(frame.columns) == harness.EVAL_COLUMNS
+    assert tuple(frame.columns) == campaign.COLUMNS
     cpu, steps = frame["cpu_time_s"], frame["timesteps"]
     assert cpu.is_monotonic_increasing and steps.is_monotonic_increasing and steps.iloc[0] == 0
     assert frame["wall_time_s"].is_monotonic_increasing
@@ -69,44 +69,36 @@ def test_cpu_budget_summary_and_plots(budget_grid: tuple[Path, int]) -> None:
     assert "![CartPole-v1 against training seconds](CartPole-v1_seconds.png)" in summary
 
 
-def _write_folder(out: Path, budget_key: str = "cpu_budget") -> None:
+def _write_folder(out: Path) -> None:
     """
-    A folder of hand-made runs: ``fast`` with a 10 s budget (seed 1 hit its step cap at 4 s; its wall-clock runs twice
-    as long as its CPU time), ``steps`` without. ``budget_key="time_budget"`` makes the wall-clock budget of older
-    results.
+    A folder of hand-made runs: ``fast`` with a budget of 10 CPU-s (seed 1 hit its step cap at 4 CPU-s; its
+    wall-clock runs twice as long as its CPU time), ``steps`` without.
     """
     rows = []
     for seed, times in ((0, [0.0, 2.6, 5.1, 7.5, 10.2]), (1, [0.0, 2.5, 4.0])):
         for i, seconds in enumerate(times):
-            wall, cpu = (seconds, seconds / 2) if budget_key == "time_budget" else (2 * seconds, seconds)
-            rows.append(("fast", "Env-v0", seed, 100 * i, 10.0 * i + seed, 0.0, wall, cpu, math.nan, math.nan))
+            rows.append(("fast", "Env-v0", seed, 100 * i, 10.0 * i + seed, 0.0, 2 * seconds, seconds, math.nan, math.nan))
     for i in range(3):
         rows.append(("steps", "Env-v0", 0, 100 * i, float(i), 0.0, float(i), float(i), math.nan, math.nan))
     out.mkdir(parents=True)
     pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS)).to_csv(out / "evaluations.csv", index=False)
     common = {"env": "Env-v0", "metric": "eval", "eval_freq": 100, "hyperparams_source": "hand-made"}
     metadata = {
-        "fast__Env-v0__seed0": {**common, "algo": "fast", "seed": 0, "steps": 400, budget_key: 10.0},
-        "fast__Env-v0__seed1": {**common, "algo": "fast", "seed": 1, "steps": 200, budget_key: 10.0},
+        "fast__Env-v0__seed0": {**common, "algo": "fast", "seed": 0, "steps": 400, "cpu_budget": 10.0},
+        "fast__Env-v0__seed1": {**common, "algo": "fast", "seed": 1, "steps": 200, "cpu_budget": 10.0},
         "steps__Env-v0__seed0": {**common, "algo": "steps", "seed": 0, "steps": 200},
     }
     (out / "run_metadata.json").write_text(json.dumps(metadata))
 
 
-@pytest.mark.parametrize(
-    ("budget_key", "title", "unit", "clock"),
-    [("cpu_budget", "Equal CPU time", "CPU-s", "cpu_time_s"), ("time_budget", "Equal wall-clock", "s", "wall_time_s")],
-)
-def test_equal_time_table_from_hand_made_runs(tmp_path: Path, budget_key: str, title: str, unit: str, clock: str) -> None:
-    """The same table for CPU budgets (on ``cpu_time_s``) and for the wall-clock budgets of committed older results."""
+def test_equal_time_table_from_hand_made_runs(tmp_path: Path) -> None:
     out = tmp_path / "folder"
-    _write_folder(out, budget_key)
+    _write_folder(out)
     frame = pd.read_csv(out / "evaluations.csv")
     metadata = json.loads((out / "run_metadata.json").read_text())
     at = time_budget_evaluations(frame, metadata).set_index(["seed", "fraction"])
     assert set(at.index.get_level_values("seed")) == {0, 1}  # the step-budget run is left out
-    assert set(at["clock"]) == {clock}
-    # each fraction's evaluation is the run's first at or after that much training time on the budget's clock
+    # each fraction's evaluation is the run's first at or after that much CPU time of training (not wall-clock)
     assert at.loc[(0, 0.25), "seconds"] == 2.6 and at.loc[(0, 0.5), "seconds"] == 5.1
     assert at.loc[(0, 1.0), "timesteps"] == 400 and not at.loc[(0, 1.0), "ended_early"]
     # seed 1 ended at 4 s (its step cap): its last evaluation stands for 50% and 100%
@@ -115,12 +107,10 @@ def test_equal_time_table_from_hand_made_runs(tmp_path: Path, budget_key: str, t
 
     write_summary(out)
     summary = (out / "results.md").read_text()
-    table = summary.split(f"### {title}")[1]
+    table = summary.split("### Equal CPU time")[1]
     # 25%: 10 and 11; 50%: 20 and 21; 100%: 40 and 21; steps 400 and 200
-    assert f"| fast | 2 | 10 {unit} | 10.5 ± 0.5 | 20.5 ± 0.5 | 30.5 ± 9.5 | 300 [200, 400] | 7.1 | 1 |" in table
-    assert (
-        "| steps |" not in table and "| steps | 1 | 200 | eval |" in summary and f"| fast | 2 | 10 {unit} | eval |" in summary
-    )
+    assert "| fast | 2 | 10 CPU-s | 10.5 ± 0.5 | 20.5 ± 0.5 | 30.5 ± 9.5 | 300 [200, 400] | 7.1 | 1 |" in table
+    assert "| steps |" not in table and "| steps | 1 | 200 | eval |" in summary and "| fast | 2 | 10 CPU-s | eval |" in summary
     assert (out / "Env-v0_seconds.png").is_file() and (out / "Env-v0.png").is_file()
 
 
