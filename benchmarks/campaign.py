@@ -38,9 +38,6 @@ import argparse
 import contextlib
 import dataclasses
 import fcntl
-import functools
-import io
-import json
 import logging
 import math
 import os
@@ -56,16 +53,13 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from benchmarks import backends, harness, reporting
+from benchmarks import backends, harness, reporting, store
 from benchmarks.algorithms import get_algorithm_class, load_hyperparams, resolve_entry, zoo_v4_id
 from benchmarks.checkpoint import default_checkpoint_root, read_state, write_atomically
-from benchmarks.summary import draw_on_clock, finish_invocation, save_plot, start_invocation
+from benchmarks.summary import MARKS_HEADER, bootstrap_interval, draw_on_clock, marks_rows, report_row, save_plot
 
 logger = logging.getLogger(__name__)
 
-#: Columns of a campaign's ``evaluations.csv``: the harness's, then the git revision that wrote the row
-COLUMNS = (*harness.EVAL_COLUMNS, "git")
-LOCK_FILENAME = ".lock"
 RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
 RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below"}
@@ -279,93 +273,6 @@ def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, t
     return "timesteps", tuple(fraction * max(task.steps for task in tasks) for fraction in harness.TIME_FRACTIONS)
 
 
-# ---------------------------------------------------------------------------------------------------- files of a run
-def _lock_folder(task: harness.RunTask) -> Path:
-    """:return: Where the locks of a run's folder live: next to its checkpoints (outside the work tree), or in the
-    git-ignored ``<out>/runs/`` for runs without checkpoints"""
-    if task.checkpoint_dir is not None:
-        return Path(task.checkpoint_dir).parent
-    return Path(task.out_dir) / harness.RUNS_DIRNAME
-
-
-@contextlib.contextmanager
-def _locked(task: harness.RunTask) -> Iterator[None]:
-    """Hold the lock of the run's output folder (:func:`_lock_folder`) while writing its files."""
-    lock = _lock_folder(task) / LOCK_FILENAME
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def read_evaluations(out: str | Path) -> pd.DataFrame:
-    """:return: A campaign's ``evaluations.csv`` (empty with :data:`COLUMNS` when there is none)"""
-    path = Path(out) / harness.EVALUATIONS_FILENAME
-    frame = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=list(COLUMNS))
-    return frame.reindex(columns=list(COLUMNS))
-
-
-def _is_run(frame: pd.DataFrame, task: harness.RunTask) -> pd.Series:
-    return (frame["algo"] == task.algo) & (frame["env"] == task.env) & (frame["seed"] == task.seed)
-
-
-def _row_keys(frame: pd.DataFrame) -> list[tuple[int, float]]:
-    """:return: What identifies an evaluation of a run: its step count and CPU time (rounded to a microsecond)"""
-    return [(int(steps), round(float(cpu), 6)) for steps, cpu in zip(frame["timesteps"], frame["cpu_time_s"], strict=True)]
-
-
-def store_rows(task: harness.RunTask, git: str, frame: pd.DataFrame) -> None:
-    """
-    Replace the run's rows of ``evaluations.csv`` by ``frame`` (all its evaluations so far: after a resume, rows
-    written after its checkpoint are dropped). Rows already there keep the git revision that wrote them.
-    """
-    out = Path(task.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    with _locked(task):
-        old = read_evaluations(out)
-        mine = old[_is_run(old, task)]
-        known = dict(zip(_row_keys(mine), mine["git"], strict=True))
-        new = frame.reindex(columns=list(COLUMNS))
-        new["git"] = [known.get(key, git) for key in _row_keys(new)]
-        merged = pd.concat([part for part in (old[~_is_run(old, task)], new) if len(part)], ignore_index=True)
-        write_atomically(out / harness.EVALUATIONS_FILENAME, merged.reindex(columns=list(COLUMNS)).to_csv(index=False))
-
-
-def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
-    """Record a finished run: its rows, then its entry in ``run_metadata.json`` (status ``done`` or ``stopped``)."""
-    git = harness.git_revision()
-    store_rows(task, git, pd.read_csv(io.StringIO(csv_text)))
-    out = Path(task.out_dir)
-    with _locked(task):
-        everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
-        status = "stopped" if metadata.get("stopped_by_rule") else "done"
-        everything[task.name] = {**metadata, "status": status, "git": git, "finished": harness.now()}
-        text = json.dumps(dict(sorted(everything.items())), indent=2) + "\n"
-        write_atomically(out / harness.RUN_METADATA_FILENAME, text)
-        (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
-
-
-def forget_run(task: harness.RunTask) -> None:
-    """A failed run is not finished: drop its entry of ``run_metadata.json`` (a run started again with ``--force``)
-    and, when it has no checkpoints to resume from, its rows of ``evaluations.csv``."""
-    out = Path(task.out_dir)
-    with _locked(task):
-        everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
-        if everything.pop(task.name, None) is not None:
-            write_atomically(out / harness.RUN_METADATA_FILENAME, json.dumps(everything, indent=2) + "\n")
-        old = read_evaluations(out)
-        if task.checkpoint_dir is None and _is_run(old, task).any():
-            write_atomically(out / harness.EVALUATIONS_FILENAME, old[~_is_run(old, task)].to_csv(index=False))
-
-
-def progress_rows(task: harness.RunTask) -> functools.partial[None]:
-    """:return: Where a worker writes a run's evaluations after each one: its rows of ``evaluations.csv``"""
-    return functools.partial(store_rows, task, harness.git_revision())
-
-
 # ---------------------------------------------------------------------------------------------------- status
 def run_states(campaign: Campaign) -> pd.DataFrame:
     """
@@ -373,11 +280,11 @@ def run_states(campaign: Campaign) -> pd.DataFrame:
         ``partial`` or ``to do``), ``timesteps``, ``cpu_time_s`` (spent, as recorded), ``budget`` (``"3600 CPU-s"`` or
         ``"10M steps"``), ``cpu_left_s`` (estimated; NaN when unknown) and ``last_return``
     """
-    frame = read_evaluations(campaign.out)
+    frame = store.read_evaluations(campaign.out)
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     rows = []
     for task in campaign.tasks:
-        run = frame[_is_run(frame, task)].sort_values("timesteps")
+        run = frame[store.is_run(frame, task)].sort_values("timesteps")
         state = read_state(task.checkpoint_dir) if task.checkpoint_dir else None
         steps = max(int(run["timesteps"].max()) if len(run) else 0, state["timesteps"] if state else 0)
         cpu = max(float(run["cpu_time_s"].max()) if len(run) else 0.0, state["cpu_time_s"] if state else 0.0)
@@ -440,38 +347,6 @@ def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- report
-def value_at(run: pd.DataFrame, clock: str, mark: float) -> tuple[float, float] | None:
-    """:return: ``(return, steps)`` of a run's first evaluation at or after ``mark`` on ``clock``; ``None`` if it has
-    not got there (a run that ended before, e.g. stopped by its rule, has no value there)"""
-    after = run[run[clock] >= mark].sort_values(clock)
-    if not len(after):
-        return None
-    return float(after["mean_return"].iloc[0]), float(after["timesteps"].iloc[0])
-
-
-def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
-    """:return: The percentile bootstrap 95% interval of the mean of ``values`` (resampling them, fixed seed: the
-    report is reproducible); NaN for fewer than 2"""
-    finite = len(values) >= 2 and all(math.isfinite(value) for value in values)
-    return reporting.bootstrap_interval(values) if finite else (math.nan, math.nan)
-
-
-def _report_row(algo: str, at: str, per_seed: Sequence[float | None], steps: Sequence[float]) -> list[str]:
-    """:return: A row of the report's table: the values of the seeds there (``None``: not there), their mean and
-    bootstrap interval, and the mean of ``steps``"""
-    values = [value for value in per_seed if value is not None]
-    low, high = bootstrap_interval(values)
-    return [
-        algo,
-        at,
-        f"{len(values)}/{len(per_seed)}",
-        reporting.number(float(np.mean(values))) if values else "-",
-        "-" if math.isnan(low) else f"[{reporting.number(low)}, {reporting.number(high)}]",
-        " / ".join("-" if value is None else reporting.number(value) for value in per_seed),
-        reporting.steps(float(np.mean(steps))) if len(steps) else "-",
-    ]
-
-
 def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     """:return: The markdown lines of the report's tables, one section per env"""
     clock, marks = campaign.report_marks
@@ -490,15 +365,11 @@ def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
             runs = frame[(frame["algo"] == algo) & (frame["env"] == env)]
             if not len(runs):
                 continue
-            for mark in marks:
-                found = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
-                steps = [value[1] for value in found if value is not None]
-                rows.append(_report_row(algo, label(mark), [None if value is None else value[0] for value in found], steps))
+            rows += marks_rows(runs, algo, clock, marks, label)
             best = runs[runs["timesteps"] > 0].groupby("seed")["mean_return"].max()
             end = runs.sort_values("timesteps").groupby("seed").tail(1)
-            rows.append(_report_row(algo, "best so far", best.tolist(), end["timesteps"].tolist()))
-        header = ["Algorithm", "At", "Seeds there", "Mean return", "95% CI (bootstrap)", "Per seed", "Env steps"]
-        lines += [f"## {env}", "", *reporting.markdown_table(header, rows), ""]
+            rows.append(report_row(algo, "best so far", best.tolist(), end["timesteps"].tolist()))
+        lines += [f"## {env}", "", *reporting.markdown_table(MARKS_HEADER, rows), ""]
         lines += [f"![{env} against env steps]({harness.safe_name(env)}_steps.png)", ""]
         lines += [f"![{env} against CPU seconds]({harness.safe_name(env)}_cpu.png)", ""]
     return lines
@@ -528,7 +399,7 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
         for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
             best, seeds, finals, cpu = [], [], [], 0.0
             for task in (task for task in campaign.tasks if task.env == env and task.algo == algo):
-                run = frame[_is_run(frame, task) & (frame["timesteps"] > 0)].sort_values("timesteps")
+                run = frame[store.is_run(frame, task) & (frame["timesteps"] > 0)].sort_values("timesteps")
                 status = metadata.get(task.name, {}).get("status", "running" if len(run) else "to do")
                 if not len(run):
                     seeds.append(f"seed {task.seed}: {status}")
@@ -621,7 +492,7 @@ def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
 
 def write_report(campaign: Campaign) -> Path:
     """Write ``<out>/results.md`` and the plots from ``evaluations.csv``. :return: The path of ``results.md``"""
-    frame = read_evaluations(campaign.out).dropna(subset=["timesteps"])
+    frame = store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
     states = run_states(campaign)
     lines = [f"# Campaign `{campaign.path.name}`", ""] + ([campaign.notes.strip(), ""] if campaign.notes else [])
     lines += ["```", format_status(campaign, states).replace(str(campaign.path), campaign.path.name), "```", ""]
@@ -690,21 +561,24 @@ def run_campaign(
             if backend == "ray" and todo:
                 invocation["ray"] = stack.enter_context(backends.ray_session(workers, address))
             invocation.update(machine=harness.machine_info(), started=harness.now(), finished=None, runs_executed=len(todo))
-            start_invocation(campaign.out / harness.CONFIG_FILENAME, invocation)
+            store.start_invocation(campaign.out / harness.CONFIG_FILENAME, invocation)
             logger.info("Running %d of %d run(s) of %s on %s", len(todo), len(campaign.tasks), campaign.path, backend)
-            results = backends.execute(todo, workers, store_run, progress_rows, backend, fresh_process_per_run) if todo else []
+            results = []
+            if todo:
+                results = backends.execute(todo, workers, store.store_run, store.progress_rows, backend, fresh_process_per_run)
         failed = sorted(result["name"] for result in results if not result["ok"])
         for task in (task for task in todo if task.name in failed):
-            forget_run(task)
-        finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
+            store.forget_run(task)
+        store.finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
         (report or write_report)(campaign)
         return results
 
 
 @contextlib.contextmanager
 def _running(campaign: Campaign) -> Iterator[None]:
-    """Hold the campaign's run lock (:func:`_lock_folder`): two ``run`` of one campaign would train the same runs."""
-    path = _lock_folder(campaign.tasks[0]) / RUN_LOCK_FILENAME
+    """Hold the campaign's run lock (in :func:`benchmarks.store.lock_folder`): two ``run`` of one campaign would train
+    the same runs."""
+    path = store.lock_folder(campaign.tasks[0]) / RUN_LOCK_FILENAME
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as handle:
         try:
@@ -770,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     campaign = campaigns[0]
     if args.command == "report" and args.check:
         try:
-            stale = write_docs(campaign, read_evaluations(campaign.out).dropna(subset=["timesteps"]), check=True)
+            stale = write_docs(campaign, store.read_evaluations(campaign.out).dropna(subset=["timesteps"]), check=True)
         except (ValueError, OSError) as exc:
             parser.error(str(exc))
         for path in stale:

@@ -66,9 +66,8 @@ TIME_BUDGET_STEP_CAP = 10**12
 CHECKPOINT_EVERY = 300.0
 #: ``algorithmic`` is :class:`sb3_pcl.envs.AlgorithmicVecEnv` (the same episodes as ``dummy`` on the algorithmic tasks)
 VEC_ENV_TYPES = ("dummy", "subproc", "algorithmic")
-#: The files of a results folder (``runs/``: one run's files, written by the worker that ran it)
+#: The files of a results folder (``runs/``: the tracebacks of failed runs and the folder's locks, git-ignored)
 RUNS_DIRNAME = "runs"
-PROGRESS_SUFFIX = ".csv.partial"
 EVALUATIONS_FILENAME = "evaluations.csv"
 RUN_METADATA_FILENAME = "run_metadata.json"
 CONFIG_FILENAME = "config.json"

@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks import backends, campaign
+from benchmarks import backends, campaign, store
 from benchmarks.algorithms import ALGORITHMS, get_algorithm_class, split_variant, variant_overrides_path
 from benchmarks.checkpoint import CHECKPOINT_DIR_ENV, default_checkpoint_root
 from benchmarks.harness import RUNS_DIRNAME, TIME_BUDGET_STEP_CAP, VEC_ENV_TYPES, RunTask, _task_options, run_checkpoint_dir
@@ -196,7 +196,7 @@ def run_grid(
     failed = sorted(result["name"] for result in results if not result["ok"])
     if failed:
         logger.warning("%d run(s) failed: %s (tracebacks in %s)", len(failed), ", ".join(failed), out / RUNS_DIRNAME)
-    return campaign.read_evaluations(out)
+    return store.read_evaluations(out)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,56 +10,33 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from benchmarks import reporting
 from benchmarks.algorithms import ALGORITHMS, VARIANT_SEPARATOR, split_variant
 from benchmarks.checkpoint import write_atomically
 from benchmarks.harness import (
     CONFIG_FILENAME,
-    EVAL_COLUMNS,
-    EVALUATIONS_FILENAME,
     RUN_METADATA_FILENAME,
     RUNS_DIRNAME,
     SUMMARY_FILENAME,
     TIME_BUDGET_STEP_CAP,
     TIME_FRACTIONS,
     _spec_reward_threshold,
-    now,
     read_json,
-    run_name,
     safe_name,
 )
 from benchmarks.reporting import markdown_table, number
 from benchmarks.reporting import steps as format_steps
+from benchmarks.store import read_evaluations
 
 #: ``<env><suffix>.png``: the learning curves against training seconds of the envs with time-budget runs
 SECONDS_PLOT_SUFFIX = "_seconds"
-
-
-def start_invocation(config_path: Path, invocation: Mapping[str, Any]) -> None:
-    """Add an invocation (a command that runs benchmarks into a folder) to the folder's ``config.json``."""
-    config = read_json(config_path, {"invocations": []})
-    config.setdefault("invocations", []).append(invocation)
-    write_atomically(config_path, json.dumps(config, indent=2) + "\n")
-
-
-def finish_invocation(config_path: Path, invocation: dict[str, Any], failed: list[str]) -> None:
-    """Mark an invocation finished in ``config.json``, re-reading the file so that concurrent invocations keep theirs."""
-    invocation.update(finished=now(), runs_failed=failed)
-    config = read_json(config_path, {"invocations": []})
-    entries = config.setdefault("invocations", [])
-    key = (invocation["started"], invocation["command"])
-    same = [i for i, entry in enumerate(entries) if (entry.get("started"), entry.get("command")) == key]
-    if same:
-        entries[same[0]] = invocation
-    else:
-        entries.append(invocation)
-    write_atomically(config_path, json.dumps(config, indent=2) + "\n")
 
 
 def threshold_crossings(frame: pd.DataFrame, threshold: float | None, exclude_initial: bool = True) -> pd.DataFrame:
@@ -229,56 +206,67 @@ def _budget(steps: Any, budget: float | None) -> str:
     return f"{budget:g} CPU-s of training{cap}"
 
 
-def time_budget_evaluations(frame: pd.DataFrame, run_metadata: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """
-    The evaluations of the CPU-budget runs at the fractions :data:`TIME_FRACTIONS` of their budget.
+#: The columns of the tables of returns at marks of a clock (:func:`marks_rows`)
+MARKS_HEADER = ["Algorithm", "At", "Seeds there", "Mean return", "95% CI (bootstrap)", "Per seed", "Env steps"]
 
-    A run is evaluated at the first env step past each fraction of its budget (and stops at the first past the whole
-    budget, then evaluated), so the evaluation for fraction ``f`` is its first at or after ``f * budget`` CPU seconds
-    of training. A run that ended before (its step cap, ``--stop-at-threshold``) gives its last evaluation there,
-    marked ``ended_early``.
 
-    :param frame: Evaluations (columns :data:`EVAL_COLUMNS`)
-    :param run_metadata: Metadata of the runs by run name; runs without a CPU budget are left out
-    :return: One row per (env, algo, seed, fraction): ``cpu_budget``, ``timesteps``, ``seconds`` (CPU seconds of
-        training), ``mean_return``, ``ended_early``
-    """
-    budgets = {name: _cpu_budget(meta) for name, meta in run_metadata.items()}
-    columns = ["env", "algo", "seed", "fraction", "cpu_budget", "timesteps", "seconds", "mean_return", "ended_early"]
+def value_at(run: pd.DataFrame, clock: str, mark: float) -> tuple[float, float] | None:
+    """:return: ``(return, steps)`` of a run's first evaluation at or after ``mark`` on ``clock``; ``None`` if it has
+    not got there (a run that ended before, e.g. stopped by its rule, has no value there)"""
+    after = run[run[clock] >= mark].sort_values(clock)
+    if not len(after):
+        return None
+    return float(after["mean_return"].iloc[0]), float(after["timesteps"].iloc[0])
+
+
+def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
+    """:return: The percentile bootstrap 95% interval of the mean of ``values`` (resampling them, fixed seed: the
+    report is reproducible); NaN for fewer than 2"""
+    finite = len(values) >= 2 and all(math.isfinite(value) for value in values)
+    return reporting.bootstrap_interval(values) if finite else (math.nan, math.nan)
+
+
+def report_row(algo: str, at: str, per_seed: Sequence[float | None], steps: Sequence[float]) -> list[str]:
+    """:return: A row of the report's table: the values of the seeds there (``None``: not there), their mean and
+    bootstrap interval, and the mean of ``steps``"""
+    values = [value for value in per_seed if value is not None]
+    low, high = bootstrap_interval(values)
+    return [
+        algo,
+        at,
+        f"{len(values)}/{len(per_seed)}",
+        number(float(np.mean(values))) if values else "-",
+        "-" if math.isnan(low) else f"[{number(low)}, {number(high)}]",
+        " / ".join("-" if value is None else number(value) for value in per_seed),
+        format_steps(float(np.mean(steps))) if len(steps) else "-",
+    ]
+
+
+def marks_rows(
+    runs: pd.DataFrame, algo: str, clock: str, marks: Sequence[float], label: Callable[[float], str]
+) -> list[list[str]]:
+    """:return: One row per mark of :data:`MARKS_HEADER`'s table for the seeds of one algorithm (``runs``): each seed's
+    first evaluation at or after the mark on ``clock`` (:func:`value_at`), their mean and bootstrap interval"""
     rows = []
-    for (env, algo, seed), run in frame.groupby(["env", "algo", "seed"], sort=True):
-        budget = budgets.get(run_name(str(algo), str(env), int(seed)))
-        if budget is None:
-            continue
-        run = run.sort_values("cpu_time_s")
-        for fraction in TIME_FRACTIONS:
-            after = run[run["cpu_time_s"] >= fraction * budget]
-            record = after.iloc[0] if len(after) else run.iloc[-1]
-            steps, seconds, value = int(record["timesteps"]), float(record["cpu_time_s"]), float(record["mean_return"])
-            rows.append([env, algo, int(seed), fraction, budget, steps, seconds, value, not len(after)])
-    return pd.DataFrame(rows, columns=columns)
+    for mark in marks:
+        found = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
+        steps = [value[1] for value in found if value is not None]
+        rows.append(report_row(algo, label(mark), [None if value is None else value[0] for value in found], steps))
+    return rows
 
 
-def _equal_time_table(evaluations: pd.DataFrame, algos: Sequence[str]) -> list[str]:
-    """:return: The rows of one env's *Equal CPU time* table (``evaluations``: :func:`time_budget_evaluations`)"""
+def _equal_cpu_time_lines(frame: pd.DataFrame, metas: Sequence[Mapping[str, Any]], algos: Sequence[str]) -> list[str]:
+    """:return: The *Equal CPU time* table of one env's evaluations and run metadata: the return of each algorithm's
+    CPU-budget runs at 25%, 50% and 100% of their budget (:func:`marks_rows`); nothing without such runs"""
     rows = []
-    for algo in [algo for algo in algos if algo in set(evaluations["algo"])]:
-        runs = evaluations[evaluations["algo"] == algo]
-        budgets = ", ".join(f"{value:g} CPU-s" for value in sorted(set(runs["cpu_budget"])))
-        cells = [algo, str(runs["seed"].nunique()), budgets]
-        for fraction in TIME_FRACTIONS:
-            at = runs[runs["fraction"] == fraction]
-            returns = at["mean_return"]
-            cells.append(f"{number(float(returns.mean()))} ± {number(float(returns.std(ddof=0)))}")
-        final = runs[runs["fraction"] == TIME_FRACTIONS[-1]]
-        reached = [format_steps(float(value)) for value in final["timesteps"].astype(float).agg(["mean", "min", "max"])]
-        cells.append(f"{reached[0]} [{reached[1]}, {reached[2]}]")
-        cells.append(number(float(final["seconds"].mean())))
-        cells.append(str(int(final["ended_early"].sum())))
-        rows.append(cells)
-    header = ["Algorithm", "Seeds", "Budget", *(f"Return at {fraction:.0%}" for fraction in TIME_FRACTIONS)]
-    header += ["Steps reached", "CPU seconds", "Ended early"]
-    return markdown_table(header, rows)
+    for algo in algos:
+        algo_metas = [meta for meta in metas if meta.get("algo") == algo]
+        for budget in _cpu_budgets(algo_metas):
+            seeds = {meta.get("seed") for meta in algo_metas if _cpu_budget(meta) == budget}
+            runs = frame[(frame["algo"] == algo) & frame["seed"].isin(seeds)]
+            marks = [fraction * budget for fraction in TIME_FRACTIONS]
+            rows += marks_rows(runs, algo, "cpu_time_s", marks, lambda mark: f"{mark:g} CPU-s")
+    return ["### Equal CPU time", "", *markdown_table(MARKS_HEADER, rows), ""] if rows else []
 
 
 def _algo_order(name: str) -> tuple[bool, int, str]:
@@ -298,9 +286,7 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
     :return: Path of ``results.md``
     """
     out = Path(out_dir)
-    frame = pd.DataFrame(columns=list(EVAL_COLUMNS))
-    if (out / EVALUATIONS_FILENAME).is_file():
-        frame = pd.read_csv(out / EVALUATIONS_FILENAME).sort_values(["env", "algo", "seed", "timesteps"], kind="stable")
+    frame = read_evaluations(out).sort_values(["env", "algo", "seed", "timesteps"], kind="stable")
     config = read_json(out / CONFIG_FILENAME, {"invocations": []})
     if thresholds:
         config["thresholds"] = {**config.get("thresholds", {}), **thresholds}
@@ -325,16 +311,14 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         "machine. Curriculum (algorithmic tasks): the curriculum length at the last evaluation, mean [min, max] over seeds.",
         "",
     ]
-    budget_evaluations = time_budget_evaluations(frame, metadata)
     timed_envs = {meta["env"] for meta in metadata.values() if _evaluated_on_the_cpu_clock(meta)}
-    if len(budget_evaluations):
+    if any(_cpu_budget(meta) for meta in metadata.values()):
         lines += [
             "Equal CPU time (runs with a budget of process CPU time of training, env stepping included, evaluation "
-            "excluded; Steps then gives it in CPU-s): "
-            "the return at 25%, 50% and 100% of the budget is each run's first evaluation at or after that much "
-            "training time (the runs are evaluated there), mean ± std over seeds; a run that ended before (its "
-            "step cap) counts with its last evaluation (Ended early). Steps reached: mean [min, max] over seeds at the "
-            "end; Seconds: mean training seconds at the end (the budget plus the last env step or update).",
+            "excluded; Steps then gives it in CPU-s): at 25%, 50% and 100% of the budget, each seed's first "
+            "evaluation at or after that much training CPU time (the runs are evaluated there; a seed that ended "
+            "before, at its step cap, shows -), their mean and a percentile bootstrap 95% interval of the mean over "
+            f"seeds ({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation.",
             "",
         ]
     for env in envs:
@@ -378,9 +362,9 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         columns = ["Algorithm", "Seeds", "Steps", "Metric", "Final", "Final per seed", "Best", "To threshold", "Reached"]
         columns += ["FPS"] + ["Curriculum"] * with_curriculum + ["Hyperparameters"]
         lines += [*markdown_table(columns, rows), "", f"![{env}]({safe_name(env)}.png)", ""]
-        env_budgets = budget_evaluations[budget_evaluations["env"] == env]
-        if len(env_budgets):
-            lines += ["### Equal CPU time", "", *_equal_time_table(env_budgets, algos), ""]
+        lines += _equal_cpu_time_lines(
+            frame[frame["env"] == env], [meta for meta in metadata.values() if meta.get("env") == env], algos
+        )
         if env in timed_envs:
             lines += [f"![{env} against training seconds]({safe_name(env)}{SECONDS_PLOT_SUFFIX}.png)", ""]
 

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import algorithms, backends, campaign, harness, reporting
+from benchmarks import algorithms, backends, harness, reporting, store
 from benchmarks.run import main, parse_thresholds, run_grid
-from benchmarks.summary import finish_invocation, resolve_thresholds, summarize_results, threshold_crossings
+from benchmarks.store import finish_invocation
+from benchmarks.summary import resolve_thresholds, summarize_results, threshold_crossings
 
 RESULTS_DIR = algorithms.REPO_ROOT / "benchmarks" / "results"
 CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
@@ -50,7 +51,7 @@ def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
     assert {meta["status"] for meta in metadata.values()} == {"done"} and not list((out / "runs").glob("*.err"))
     frame = pd.read_csv(out / "evaluations.csv")
     # a grid stores its runs as a campaign does: the harness's columns and the git revision that wrote each row
-    assert tuple(frame.columns) == campaign.COLUMNS and len(frame) == 2 * 2 * 3 and frame["git"].notna().all()
+    assert tuple(frame.columns) == store.COLUMNS and len(frame) == 2 * 2 * 3 and frame["git"].notna().all()
     for (algo, seed), run in frame.groupby(["algo", "seed"]):
         assert algo in ("ppo", "a2c") and seed in (0, 1)
         # ppo (8 envs x 32 steps) and a2c (8 envs x 5 steps) both hit multiples of 256 exactly
@@ -253,9 +254,7 @@ def test_variants(tmp_path: Path) -> None:
 
 
 def test_failing_run_is_recorded(tmp_path: Path) -> None:
-    result = backends.run_local(
-        harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(tmp_path)), campaign.store_run
-    )
+    result = backends.run_local(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(tmp_path)), store.store_run)
     assert not result["ok"]
     err = (tmp_path / "runs" / "a2c__NoSuchEnv-v0__seed0.err").read_text()
     assert "Traceback" in err and "NoSuchEnv" in err

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from run_testing import Crash, CrashAt
 
-from benchmarks import algorithms, campaign, checkpoint, harness
+from benchmarks import algorithms, campaign, checkpoint, harness, store, summary
 
 CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
 PAPER = {"HalfCheetah-v5": 7057, "Swimmer-v5": 297, "Hopper-v5": 3805, "Walker2d-v5": 5027, "Ant-v5": 6104}
@@ -99,7 +99,7 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
     first = loaded.tasks[0]
     # a first session killed mid-run: rows written as it went, and a checkpoint
     with pytest.raises(Crash):
-        harness.run_experiment(first, functools.partial(campaign.store_rows, first, "old"), callbacks=[CrashAt(500)])
+        harness.run_experiment(first, functools.partial(store.store_rows, first, "old"), callbacks=[CrashAt(500)])
     states = campaign.run_states(loaded).set_index("name")
     assert states.loc[first.name, "state"] == "partial" and states.loc["ppo__CartPole-v1__seed0", "state"] == "to do"
     saved = checkpoint.read_state(first.checkpoint_dir)  # type: ignore[arg-type]
@@ -108,7 +108,7 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
     assert campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0", "--quiet"]) == 0
     out = tmp_path / "out"
     frame = pd.read_csv(out / "evaluations.csv")
-    assert set(campaign.COLUMNS) == set(frame.columns)
+    assert set(store.COLUMNS) == set(frame.columns)
     for _, run in frame.groupby(["algo", "env", "seed"]):
         for column in ("timesteps", "cpu_time_s", "wall_time_s"):
             assert run[column].is_monotonic_increasing, column
@@ -148,12 +148,12 @@ def test_a_campaign_runs_once_at_a_time(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_bootstrap_interval_and_marks() -> None:
-    low, high = campaign.bootstrap_interval([1.0, 2.0, 3.0])
+    low, high = summary.bootstrap_interval([1.0, 2.0, 3.0])
     assert 1.0 <= low < 2.0 < high <= 3.0
-    assert all(math.isnan(value) for value in campaign.bootstrap_interval([5.0]))
+    assert all(math.isnan(value) for value in summary.bootstrap_interval([5.0]))
     run = pd.DataFrame({"cpu_time_s": [0.0, 290.0, 610.0], "timesteps": [0, 100, 200], "mean_return": [1.0, 2.0, 3.0]})
-    assert campaign.value_at(run, "cpu_time_s", 300) == (3.0, 200.0)  # the first evaluation at or after the mark
-    assert campaign.value_at(run, "cpu_time_s", 900) is None  # not there (yet)
+    assert summary.value_at(run, "cpu_time_s", 300) == (3.0, 200.0)  # the first evaluation at or after the mark
+    assert summary.value_at(run, "cpu_time_s", 900) is None  # not there (yet)
 
 
 def test_cpu_hour_campaign_file() -> None:
@@ -224,13 +224,13 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
             for a, s, t, r, c in rows
         ]
     )
-    frame.reindex(columns=list(campaign.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
+    frame.reindex(columns=list(store.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
     metadata = {
         f"{algo}__CartPole-v1__seed0": {"algo": algo, "env": "CartPole-v1", "seed": 0, "status": status}
         for algo, status in (("a2c", "done"), ("ppo", "stopped"))
     }
     (out / harness.RUN_METADATA_FILENAME).write_text(json.dumps(metadata))
-    table = "\n".join(campaign.reference_table(loaded, campaign.read_evaluations(out)))
+    table = "\n".join(campaign.reference_table(loaded, store.read_evaluations(out)))
     # the step-0 evaluation (500) does not count; the ratio is the mean best (300 and 100) over the paper's 400
     assert (
         "| CartPole-v1 | 400 | a2c | 200.0 | [100.0, 300.0] | 300.0 / 100.0 (running at 400) | 0.50 | 200.0 | 3.0 |" in table
@@ -246,7 +246,7 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     doc.write_text("# Page without markers\n")
     with pytest.raises(ValueError, match="needs one line"):
-        campaign.write_docs(loaded, campaign.read_evaluations(out))
+        campaign.write_docs(loaded, store.read_evaluations(out))
 
 
 @pytest.mark.repo

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import algorithms, backends, campaign, harness
+from benchmarks import algorithms, backends, harness, store
 from benchmarks.run import main
-from benchmarks.summary import time_budget_evaluations, write_summary
+from benchmarks.summary import write_summary
 
 STEP_CAP = 10_000_000
 BUDGET_GRID = [
@@ -34,7 +34,7 @@ def test_cpu_budget_run_stops_at_the_budget_and_evaluates_on_the_cpu_clock(budge
     out, exit_code = budget_grid
     assert exit_code == 0
     frame = pd.read_csv(out / "evaluations.csv", float_precision="round_trip")  # exact: compared with the JSON
-    assert tuple(frame.columns) == campaign.COLUMNS
+    assert tuple(frame.columns) == store.COLUMNS
     cpu, steps = frame["cpu_time_s"], frame["timesteps"]
     assert cpu.is_monotonic_increasing and steps.is_monotonic_increasing and steps.iloc[0] == 0
     assert frame["wall_time_s"].is_monotonic_increasing
@@ -60,9 +60,10 @@ def test_cpu_budget_summary_and_plots(budget_grid: tuple[Path, int]) -> None:
     summary = (out / "results.md").read_text()
     assert "| a2c | 1 | 2 CPU-s | eval |" in summary
     assert "### Equal CPU time" in summary and "### Equal wall-clock" not in summary
-    header = "| Algorithm | Seeds | Budget | Return at 25% | Return at 50% | Return at 100% | Steps reached | CPU seconds |"
-    assert header in summary
-    assert "| a2c | 1 | 2 CPU-s | " in summary.split("### Equal CPU time")[1]
+    header = "| Algorithm | At | Seeds there | Mean return | 95% CI (bootstrap) | Per seed | Env steps |"
+    table = summary.split("### Equal CPU time")[1]
+    assert header in table  # the campaigns' table of returns at marks, at 25%, 50% and 100% of the budget
+    assert all(f"| a2c | {mark} CPU-s | 1/1 | " in table for mark in ("0.5", "1", "2"))
     assert "2 CPU-s of training, at most 10M steps" in summary and "every 25%, 50% of the budget and 0.5 CPU-s" in summary
     for name in ("CartPole-v1.png", "CartPole-v1_seconds.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -94,22 +95,15 @@ def _write_folder(out: Path) -> None:
 def test_equal_time_table_from_hand_made_runs(tmp_path: Path) -> None:
     out = tmp_path / "folder"
     _write_folder(out)
-    frame = pd.read_csv(out / "evaluations.csv")
-    metadata = json.loads((out / "run_metadata.json").read_text())
-    at = time_budget_evaluations(frame, metadata).set_index(["seed", "fraction"])
-    assert set(at.index.get_level_values("seed")) == {0, 1}  # the step-budget run is left out
-    # each fraction's evaluation is the run's first at or after that much CPU time of training (not wall-clock)
-    assert at.loc[(0, 0.25), "seconds"] == 2.6 and at.loc[(0, 0.5), "seconds"] == 5.1
-    assert at.loc[(0, 1.0), "timesteps"] == 400 and not at.loc[(0, 1.0), "ended_early"]
-    # seed 1 ended at 4 s (its step cap): its last evaluation stands for 50% and 100%
-    assert at.loc[(1, 0.25), "mean_return"] == 11.0 and not at.loc[(1, 0.25), "ended_early"]
-    assert at.loc[(1, 0.5), "mean_return"] == 21.0 and at.loc[(1, 1.0), "ended_early"]
-
     write_summary(out)
     summary = (out / "results.md").read_text()
-    table = summary.split("### Equal CPU time")[1]
-    # 25%: 10 and 11; 50%: 20 and 21; 100%: 40 and 21; steps 400 and 200
-    assert "| fast | 2 | 10 CPU-s | 10.5 ± 0.5 | 20.5 ± 0.5 | 30.5 ± 9.5 | 300 [200, 400] | 7.1 | 1 |" in table
+    table = summary.split("### Equal CPU time")[1].split("![")[0]
+    # each seed's first evaluation at or after 2.5, 5 and 10 CPU-s of training (not wall-clock, twice as long): seed 0
+    # at 2.6, 5.1 and 10.2 CPU-s; seed 1 at 2.5, then it ended at 4 CPU-s (its step cap) and has no value there
+    assert "| fast | 2.5 CPU-s | 2/2 | 10.5 | [10.0, 11.0] | 10.0 / 11.0 | 100 |" in table
+    assert "| fast | 5 CPU-s | 1/2 | 20.0 | - | 20.0 / - | 200 |" in table
+    assert "| fast | 10 CPU-s | 1/2 | 40.0 | - | 40.0 / - | 400 |" in table
+    # the step-budget run is left out of the table, not of the env's table
     assert "| steps |" not in table and "| steps | 1 | 200 | eval |" in summary and "| fast | 2 | 10 CPU-s | eval |" in summary
     assert (out / "Env-v0_seconds.png").is_file() and (out / "Env-v0.png").is_file()
 

@@ -1,0 +1,134 @@
+"""
+The files of a results folder, written by grids (:mod:`benchmarks.run`) and campaigns (:mod:`benchmarks.campaign`)
+alike: ``evaluations.csv`` (each run's rows replaced after every evaluation, under the folder's lock, through a
+temporary file and a rename: a kill at any moment leaves a whole file), ``run_metadata.json`` (a run when it ends, with
+its status) and the invocations of ``config.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import io
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from benchmarks import harness
+from benchmarks.checkpoint import write_atomically
+
+#: Columns of a folder's ``evaluations.csv``: the harness's, then the git revision that wrote the row
+COLUMNS = (*harness.EVAL_COLUMNS, "git")
+LOCK_FILENAME = ".lock"
+
+
+def lock_folder(task: harness.RunTask) -> Path:
+    """:return: Where the locks of a run's folder live: next to its checkpoints (outside the work tree), or in the
+    git-ignored ``<out>/runs/`` for runs without checkpoints"""
+    if task.checkpoint_dir is not None:
+        return Path(task.checkpoint_dir).parent
+    return Path(task.out_dir) / harness.RUNS_DIRNAME
+
+
+@contextlib.contextmanager
+def _locked(task: harness.RunTask) -> Iterator[None]:
+    """Hold the lock of the run's output folder (:func:`lock_folder`) while writing its files."""
+    lock = lock_folder(task) / LOCK_FILENAME
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def read_evaluations(out: str | Path) -> pd.DataFrame:
+    """:return: A folder's ``evaluations.csv`` (empty with :data:`COLUMNS` when there is none)"""
+    path = Path(out) / harness.EVALUATIONS_FILENAME
+    frame = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=list(COLUMNS))
+    return frame.reindex(columns=list(COLUMNS))
+
+
+def is_run(frame: pd.DataFrame, task: harness.RunTask) -> pd.Series:
+    """:return: Which rows of ``frame`` are the run's"""
+    return (frame["algo"] == task.algo) & (frame["env"] == task.env) & (frame["seed"] == task.seed)
+
+
+def _row_keys(frame: pd.DataFrame) -> list[tuple[int, float]]:
+    """:return: What identifies an evaluation of a run: its step count and CPU time (rounded to a microsecond)"""
+    return [(int(steps), round(float(cpu), 6)) for steps, cpu in zip(frame["timesteps"], frame["cpu_time_s"], strict=True)]
+
+
+def store_rows(task: harness.RunTask, git: str, frame: pd.DataFrame) -> None:
+    """
+    Replace the run's rows of ``evaluations.csv`` by ``frame`` (all its evaluations so far: after a resume, rows
+    written after its checkpoint are dropped). Rows already there keep the git revision that wrote them.
+    """
+    out = Path(task.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with _locked(task):
+        old = read_evaluations(out)
+        mine = old[is_run(old, task)]
+        known = dict(zip(_row_keys(mine), mine["git"], strict=True))
+        new = frame.reindex(columns=list(COLUMNS))
+        new["git"] = [known.get(key, git) for key in _row_keys(new)]
+        merged = pd.concat([part for part in (old[~is_run(old, task)], new) if len(part)], ignore_index=True)
+        write_atomically(out / harness.EVALUATIONS_FILENAME, merged.reindex(columns=list(COLUMNS)).to_csv(index=False))
+
+
+def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
+    """Record a finished run: its rows, then its entry in ``run_metadata.json`` (status ``done`` or ``stopped``)."""
+    git = harness.git_revision()
+    store_rows(task, git, pd.read_csv(io.StringIO(csv_text)))
+    out = Path(task.out_dir)
+    with _locked(task):
+        everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
+        status = "stopped" if metadata.get("stopped_by_rule") else "done"
+        everything[task.name] = {**metadata, "status": status, "git": git, "finished": harness.now()}
+        text = json.dumps(dict(sorted(everything.items())), indent=2) + "\n"
+        write_atomically(out / harness.RUN_METADATA_FILENAME, text)
+        (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
+
+
+def forget_run(task: harness.RunTask) -> None:
+    """A failed run is not finished: drop its entry of ``run_metadata.json`` (a run started again with ``--force``)
+    and, when it has no checkpoints to resume from, its rows of ``evaluations.csv``."""
+    out = Path(task.out_dir)
+    with _locked(task):
+        everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
+        if everything.pop(task.name, None) is not None:
+            write_atomically(out / harness.RUN_METADATA_FILENAME, json.dumps(everything, indent=2) + "\n")
+        old = read_evaluations(out)
+        if task.checkpoint_dir is None and is_run(old, task).any():
+            write_atomically(out / harness.EVALUATIONS_FILENAME, old[~is_run(old, task)].to_csv(index=False))
+
+
+def progress_rows(task: harness.RunTask) -> functools.partial[None]:
+    """:return: Where a worker writes a run's evaluations after each one: its rows of ``evaluations.csv``"""
+    return functools.partial(store_rows, task, harness.git_revision())
+
+
+def start_invocation(config_path: Path, invocation: Mapping[str, Any]) -> None:
+    """Add an invocation (a command that runs benchmarks into a folder) to the folder's ``config.json``."""
+    config = harness.read_json(config_path, {"invocations": []})
+    config.setdefault("invocations", []).append(invocation)
+    write_atomically(config_path, json.dumps(config, indent=2) + "\n")
+
+
+def finish_invocation(config_path: Path, invocation: dict[str, Any], failed: list[str]) -> None:
+    """Mark an invocation finished in ``config.json``, re-reading the file so that concurrent invocations keep theirs."""
+    invocation.update(finished=harness.now(), runs_failed=failed)
+    config = harness.read_json(config_path, {"invocations": []})
+    entries = config.setdefault("invocations", [])
+    key = (invocation["started"], invocation["command"])
+    same = [i for i, entry in enumerate(entries) if (entry.get("started"), entry.get("command")) == key]
+    if same:
+        entries[same[0]] = invocation
+    else:
+        entries.append(invocation)
+    write_atomically(config_path, json.dumps(config, indent=2) + "\n")
