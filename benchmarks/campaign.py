@@ -11,7 +11,8 @@ A campaign file (``benchmarks/campaigns/*.yml``, see ``benchmarks/README.md``)::
       algo: trust_pcl                           # our algorithm set against the first column (ratio)
       note: the Trust-PCL paper's Table 1, best average reward within 10M env steps
       columns: {Paper Trust-PCL: {HalfCheetah-v5: 7057}, Paper TRPO: {HalfCheetah-v5: 4344}}
-      docs: [docs/reproduction.md]              # files whose block between the campaign's markers the report rewrites
+    docs: [docs/reproduction.md]                # files whose block between the campaign's markers the report rewrites:
+                                                # the reference table, or without a reference who leads at each mark
     runs:
       - {algo: trust_pcl, env: HalfCheetah-v5, seeds: [0, 1, 2], cpu_seconds: 3600}
       - {algo: trust_pcl, envs: [Hopper-v5, Ant-v5], seeds: [0], steps: 10000000, entry: Ant-v5,
@@ -56,7 +57,7 @@ import yaml
 from benchmarks import backends, harness, reporting, store
 from benchmarks.algorithms import get_algorithm_class, load_hyperparams, resolve_entry, zoo_v4_id
 from benchmarks.checkpoint import default_checkpoint_root, read_state, write_atomically
-from benchmarks.summary import MARKS_HEADER, bootstrap_interval, draw_on_clock, marks_rows, report_row, save_plot
+from benchmarks.summary import MARKS_HEADER, bootstrap_interval, draw_on_clock, marks_rows, report_row, save_plot, value_at
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
 RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below"}
 CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
-CAMPAIGN_KEYS |= {"reference"}
+CAMPAIGN_KEYS |= {"reference", "docs"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,7 @@ class Campaign:
     :param report_marks: ``("cpu_time_s" | "timesteps", marks)`` of the report's table
     :param notes: Free text put at the top of the report
     :param reference: The published numbers the report sets ours against (:class:`Reference`), if any
+    :param docs: Files holding a block between this campaign's markers (:func:`doc_markers`) that the report rewrites
     """
 
     path: Path
@@ -86,6 +88,7 @@ class Campaign:
     report_marks: tuple[str, tuple[float, ...]] = ("timesteps", ())
     notes: str = ""
     reference: Reference | None = None
+    docs: tuple[Path, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,13 +99,11 @@ class Reference:
     :param algo: Our algorithm compared with the first column (the ratio of our mean best to it)
     :param note: What the numbers are (source and metric), printed above the table
     :param columns: Column name -> env id -> return
-    :param docs: Files holding a block between this campaign's markers (:func:`doc_markers`) that the report rewrites
     """
 
     algo: str
     note: str
     columns: dict[str, dict[str, float]]
-    docs: tuple[Path, ...] = ()
 
 
 def _positive(value: Any, what: str, kind: type = float) -> Any:
@@ -175,13 +176,17 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
     ]
     notes = str(spec.get("notes", ""))
     reference = _reference(spec["reference"], tasks) if "reference" in spec else None
-    return Campaign(path, out, tuple(tasks), _report_marks(spec.get("report"), tasks), notes, reference)
+    docs = spec.get("docs", [])
+    if not isinstance(docs, list) or not all(isinstance(doc, str) for doc in docs):
+        raise ValueError("'docs' must be a list of file paths")
+    marks = _report_marks(spec.get("report"), tasks)
+    return Campaign(path, out, tuple(tasks), marks, notes, reference, tuple(Path(doc) for doc in docs))
 
 
 def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
     """:return: The campaign's ``reference`` block, checked (known algorithm, numeric returns of the campaign's envs)"""
-    if not isinstance(spec, dict) or set(spec) - {"algo", "note", "columns", "docs"} or not {"algo", "columns"} <= set(spec):
-        raise ValueError(f"'reference' takes algo, columns and optionally note and docs, got {spec!r}")
+    if not isinstance(spec, dict) or set(spec) - {"algo", "note", "columns"} or not {"algo", "columns"} <= set(spec):
+        raise ValueError(f"'reference' takes algo, columns and optionally note, got {spec!r}")
     if spec["algo"] not in {task.algo for task in tasks}:
         raise ValueError(f"reference.algo {spec['algo']!r} is not an algorithm of the campaign's runs")
     columns = spec["columns"]
@@ -196,10 +201,7 @@ def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"reference.columns[{name!r}][{env!r}] must be a finite number, got {value!r}")
         checked[str(name)] = {env: float(value) for env, value in values.items()}
-    docs = spec.get("docs", [])
-    if not isinstance(docs, list) or not all(isinstance(doc, str) for doc in docs):
-        raise ValueError("reference.docs must be a list of file paths")
-    return Reference(str(spec["algo"]), str(spec.get("note", "")), checked, tuple(Path(doc) for doc in docs))
+    return Reference(str(spec["algo"]), str(spec.get("note", "")), checked)
 
 
 def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any]) -> list[tuple[int, harness.RunTask]]:
@@ -438,20 +440,61 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
+    """
+    :return: The markdown lines saying, per env and report mark, which algorithm leads: each algorithm's mean over
+        its seeds there (:func:`benchmarks.summary.value_at`), the leader against the runner-up with the two-sided
+        permutation test of the difference of their means (2 seeds each or more), and the smallest p-value those seed
+        counts can give. Nothing when no env has two algorithms.
+    """
+    clock, marks = campaign.report_marks
+    label = (lambda mark: f"{mark / 60:g} CPU-min") if clock == "cpu_time_s" else (lambda mark: reporting.steps(mark))
+    rows = []
+    for env in dict.fromkeys(task.env for task in campaign.tasks):
+        algos = list(dict.fromkeys(task.algo for task in campaign.tasks if task.env == env))
+        if len(algos) < 2:
+            continue
+        for mark in marks:
+            found = {}
+            for algo in algos:
+                runs = frame[(frame["algo"] == algo) & (frame["env"] == env)]
+                values = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
+                found[algo] = [value[0] for value in values if value is not None]
+            ranked = sorted((algo for algo in algos if found[algo]), key=lambda algo: -float(np.mean(found[algo])))
+            cells = [f"{algo} {reporting.number(float(np.mean(found[algo])))} ({len(found[algo])})" for algo in ranked]
+            verdict = "-"
+            if len(ranked) >= 2 and min(len(found[ranked[0]]), len(found[ranked[1]])) >= 2:
+                first, second = found[ranked[0]], found[ranked[1]]
+                p = reporting.permutation_p_value(first, second)
+                floor = reporting.permutation_p_value(np.arange(len(first)) + 1e9, np.arange(len(second)))
+                verdict = f"{ranked[0]} ahead" if p < 0.05 else "not distinguishable"
+                verdict += f" (p = {p:.2g}; smallest possible {floor:.2g})"
+            rows.append([env, label(mark), " > ".join(cells) or "-", verdict])
+    if not rows:
+        return []
+    return [
+        "Per mark: each algorithm's mean return over its seeds there (their number in brackets), best first; the "
+        "leader against the runner-up by the two-sided permutation test of the difference of the means, with the "
+        "smallest p-value that these seed counts can give.\n",
+        *reporting.markdown_table(["Task", "At", "Mean return (seeds), best first", "Leader vs runner-up"], rows),
+    ]
+
+
 def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> list[Path]:
     """
-    Rewrite the block between the campaign's markers in each of its reference's docs files with
-    :func:`reference_table` (``check``: rewrite nothing).
+    Rewrite the block between the campaign's markers in each of its ``docs`` files with :func:`reference_table`, or
+    without a reference :func:`leaders_table` (``check``: rewrite nothing).
 
     :return: The files whose block differed from the data
     :raises ValueError: if a file lacks the markers
     """
-    if campaign.reference is None:
+    if not campaign.docs:
         return []
     start, end = doc_markers(campaign)
-    block = [start, "", *reference_table(campaign, frame), "", end]
+    table = reference_table(campaign, frame) if campaign.reference is not None else leaders_table(campaign, frame)
+    block = [start, "", *table, "", end]
     changed = []
-    for path in campaign.reference.docs:
+    for path in campaign.docs:
         text = path.read_text()
         if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
             raise ValueError(f"{path} needs one line {start!r} and, after it, one line {end!r}")
@@ -500,7 +543,10 @@ def write_report(campaign: Campaign) -> Path:
         warnings.simplefilter("ignore", RuntimeWarning)  # means over seeds not there yet
         if campaign.reference is not None:
             lines += ["## Against the reference", "", *reference_table(campaign, frame), ""]
-            write_docs(campaign, frame)
+        leaders = leaders_table(campaign, frame)
+        if leaders:
+            lines += ["## Who leads", "", *leaders, ""]
+        write_docs(campaign, frame)
         lines += report_tables(campaign, frame)
         plot_campaign(campaign, frame)
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})

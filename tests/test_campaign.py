@@ -73,8 +73,9 @@ def test_runs_go_seed_by_seed_in_the_file_order(tmp_path: Path) -> None:
         ({"reference": {"algo": "sac", "columns": {"Paper": {"CartPole-v1": 1}}}}, "not an algorithm of the campaign"),
         ({"reference": {"algo": "a2c", "columns": {"Paper": {"Pendulum-v1": 1}}}}, "env ids of the campaign's runs"),
         ({"reference": {"algo": "a2c", "columns": {"Paper": {"CartPole-v1": "high"}}}}, "must be a finite number"),
-        ({"reference": {"algo": "a2c", "columns": {}, "docs": []}}, "must map column names"),
+        ({"reference": {"algo": "a2c", "columns": {}}}, "must map column names"),
         ({"reference": {"algo": "a2c", "table": {}}}, "'reference' takes algo, columns"),
+        ({"docs": "docs/page.md"}, "'docs' must be a list"),
         (
             {"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "stop_below": {"by_steps": 5}}]},
             "stop_below must be",
@@ -191,7 +192,7 @@ def test_paper_table1_campaign_file() -> None:
         assert source.startswith(f"hyperparams/trust_pcl.yml [Ant-v5{'' if task.env == 'Ant-v5' else f' for {task.env}'}]")
         assert overrides == {} if task in pilot else overrides in allowed
     assert loaded.reference is not None and loaded.reference.algo == "trust_pcl"
-    assert loaded.reference.columns["Paper Trust-PCL"] == PAPER and loaded.reference.docs == (Path("docs/reproduction.md"),)
+    assert loaded.reference.columns["Paper Trust-PCL"] == PAPER and loaded.docs == (Path("docs/reproduction.md"),)
     notes = (algorithms.REPO_ROOT / "benchmarks" / "results" / "paper_table1" / "NOTES.md").read_text()
     assert "## Stop rule of the pilot" in notes and all(f"| {PAPER[env] * 0.25:g} |" in notes for env in PAPER)
 
@@ -206,8 +207,8 @@ def test_status_of_the_checked_in_campaigns_in_one_call(tmp_path: Path, capsys: 
 def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     doc = tmp_path / "page.md"
     doc.write_text("# Page\n\n<!-- campaign campaign.yml: start -->\nold\n<!-- campaign campaign.yml: end -->\n\nAfter.\n")
-    reference = {"algo": "a2c", "note": "A paper.", "columns": {"Paper A2C": {"CartPole-v1": 400}}, "docs": [str(doc)]}
-    path = _write(tmp_path, {**_tiny(tmp_path), "reference": reference})
+    reference = {"algo": "a2c", "note": "A paper.", "columns": {"Paper A2C": {"CartPole-v1": 400}}}
+    path = _write(tmp_path, {**_tiny(tmp_path), "reference": reference, "docs": [str(doc)]})
     loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
     out = tmp_path / "out"
     out.mkdir()
@@ -247,6 +248,33 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     doc.write_text("# Page without markers\n")
     with pytest.raises(ValueError, match="needs one line"):
         campaign.write_docs(loaded, store.read_evaluations(out))
+
+
+def test_who_leads_at_each_mark(tmp_path: Path) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text("<!-- campaign campaign.yml: start -->\n<!-- campaign campaign.yml: end -->\n")
+    runs = [{"algo": algo, "env": "CartPole-v1", "seeds": [0, 1, 2], "steps": 800} for algo in ("a2c", "ppo")]
+    spec = {**_tiny(tmp_path), "runs": runs, "report": {"steps": [400, 800]}, "docs": [str(doc)]}
+    loaded = campaign.load_campaign(_write(tmp_path, spec), tmp_path / "checkpoints")
+    returns = {("a2c", 400): [10, 20, 30], ("a2c", 800): [40, 50], ("ppo", 400): [100, 110, 120], ("ppo", 800): [60, 70, 80]}
+    frame = pd.DataFrame(
+        [
+            {"algo": algo, "env": "CartPole-v1", "seed": seed, "timesteps": steps, "mean_return": value, "cpu_time_s": 1.0}
+            for (algo, steps), values in returns.items()
+            for seed, value in enumerate(values)
+        ]
+    )
+    table = "\n".join(campaign.leaders_table(loaded, frame))
+    # 3 against 3 seeds: the exact two-sided test cannot go below 2 / C(6, 3) = 0.1, so no lead is told apart
+    assert (
+        "| CartPole-v1 | 400 | ppo 110.0 (3) > a2c 20.0 (3) | not distinguishable (p = 0.1; smallest possible 0.1) |" in table
+    )
+    assert (
+        "| CartPole-v1 | 800 | ppo 70.0 (3) > a2c 45.0 (2) | not distinguishable (p = 0.2; smallest possible 0.1) |" in table
+    )
+    assert campaign.write_docs(loaded, frame) == [doc] and table in doc.read_text()
+    one_algo = {**spec, "runs": runs[:1]}
+    assert campaign.leaders_table(campaign.load_campaign(_write(tmp_path, one_algo), tmp_path / "c"), frame) == []
 
 
 @pytest.mark.repo
