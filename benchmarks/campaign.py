@@ -371,6 +371,9 @@ def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
             best = runs[runs["timesteps"] > 0].groupby("seed")["mean_return"].max()
             end = runs.sort_values("timesteps").groupby("seed").tail(1)
             rows.append(report_row(algo, "best so far", best.tolist(), end["timesteps"].tolist()))
+        if not rows:  # no plots either (plot_campaign draws the envs with evaluations)
+            lines += [f"## {env}", "", "No evaluation yet.", ""]
+            continue
         lines += [f"## {env}", "", *reporting.markdown_table(MARKS_HEADER, rows), ""]
         lines += [f"![{env} against env steps]({harness.safe_name(env)}_steps.png)", ""]
         lines += [f"![{env} against CPU seconds]({harness.safe_name(env)}_cpu.png)", ""]

@@ -4,6 +4,7 @@ runs (resuming partial ones, recording stopped ones), status and report; and the
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -208,7 +209,9 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     doc = tmp_path / "page.md"
     doc.write_text("# Page\n\n<!-- campaign campaign.yml: start -->\nold\n<!-- campaign campaign.yml: end -->\n\nAfter.\n")
     reference = {"algo": "a2c", "note": "A paper.", "columns": {"Paper A2C": {"CartPole-v1": 400}}}
-    path = _write(tmp_path, {**_tiny(tmp_path), "reference": reference, "docs": [str(doc)]})
+    spec = _tiny(tmp_path)
+    spec["runs"].append({"algo": "a2c", "env": "Acrobot-v1", "seeds": [0], "steps": 800})  # no evaluation yet
+    path = _write(tmp_path, {**spec, "reference": reference, "docs": [str(doc)]})
     loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
     out = tmp_path / "out"
     out.mkdir()
@@ -243,7 +246,12 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     assert campaign.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     text = doc.read_text()
     assert table in text and "old" not in text and text.startswith("# Page") and text.endswith("\nAfter.\n")
-    assert table in (out / harness.SUMMARY_FILENAME).read_text()
+    report = (out / harness.SUMMARY_FILENAME).read_text()
+    assert table in report
+    # every image the report links exists (an env without evaluations gets neither a plot nor a link)
+    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", report)
+    assert linked and all((out / name).is_file() for name in linked) and "Acrobot" not in "".join(linked)
+    assert "| Acrobot-v1 | - | a2c | - | - | seed 0: to do |" in table and "## Acrobot-v1\n\nNo evaluation yet." in report
     assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     doc.write_text("# Page without markers\n")
     with pytest.raises(ValueError, match="needs one line"):
