@@ -1,17 +1,12 @@
 """
 Aggregate metrics of a benchmark suite with `rliable <https://github.com/google-research/rliable>`_.
 
-``python -m benchmarks.aggregate benchmarks/results/classic`` (or ``--all``) reads the suite's ``evaluations.csv``
-(and ``run_metadata.json`` when present), normalises every run's returns per env with the suite's entry of
-:data:`NORMALISATION`, and writes into the suite folder:
-
-* ``aggregate.md``: per algorithm the IQM, mean, median and optimality gap of the normalised final scores (a run's last
-  evaluation), each with a 95% stratified-bootstrap confidence interval, the normalisation and the runs used;
-* ``performance_profile.png``: rliable's performance profile of the final scores, with confidence bands;
-* ``sample_efficiency.png``: the IQM of the normalised score against env steps, with confidence bands.
-
-rliable needs a complete ``seeds x tasks`` matrix per algorithm: only the algorithms run on every env of the suite are
-aggregated, each with the seeds it has on every env; what is left out is listed in ``aggregate.md``.
+``python -m benchmarks.aggregate benchmarks/results/classic`` (or ``--all``) normalises the returns of the suite's
+``evaluations.csv`` per env (:data:`NORMALISATION`) and writes into the folder ``aggregate.md`` (IQM, mean, median and
+optimality gap of the final scores with stratified-bootstrap intervals), ``performance_profile.png`` and
+``sample_efficiency.png`` (IQM against env steps), all computed and drawn by rliable. rliable needs a complete
+``seeds x tasks`` matrix per algorithm: only the algorithms run on every env are aggregated, each with the seeds it has
+on every env; ``aggregate.md`` lists what is left out.
 """
 
 from __future__ import annotations
@@ -37,8 +32,10 @@ import pandas as pd
 from benchmarks.reporting import markdown_table, saved_figure, steps
 
 try:
+    import seaborn as sns
     from rliable import library as rly_library
     from rliable import metrics as rly_metrics
+    from rliable import plot_utils as rly_plots
 except ImportError as error:  # pragma: no cover
     raise ImportError(f"benchmarks.aggregate needs rliable: pip install -e '.[bench]' ({error})") from error
 
@@ -50,8 +47,8 @@ AGGREGATE_FILENAME = "aggregate.md"
 PROFILE_FILENAME = "performance_profile.png"
 SAMPLE_EFFICIENCY_FILENAME = "sample_efficiency.png"
 OUTPUT_FILENAMES = (AGGREGATE_FILENAME, PROFILE_FILENAME, SAMPLE_EFFICIENCY_FILENAME)
-#: Columns of ``evaluations.csv`` read here
-REQUIRED_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return")
+#: Columns of ``evaluations.csv`` read here, with their types
+COLUMNS = {"algo": str, "env": str, "seed": "int64", "timesteps": "int64", "mean_return": float}
 #: The aggregate metrics, in the order of the table of ``aggregate.md``
 METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality gap")
 #: A ``random`` entry of :data:`NORMALISATION` measured instead of given: the mean step-0 evaluation of the env's runs
@@ -206,39 +203,20 @@ def get_normalisation(suite: str) -> SuiteNormalisation:
 
 def load_evaluations(path: str | Path) -> pd.DataFrame:
     """
-    Read and check an ``evaluations.csv``. Rows at step 0 without a return (the training-return metric has no finished
-    episode yet) are dropped; any other missing or non-finite return is an error.
+    Read an ``evaluations.csv`` (the :data:`COLUMNS`, one evaluation per algorithm, env, seed and step). Rows at step 0
+    without a return (the training-return metric has no finished episode yet) are dropped; any other missing or
+    non-finite return is an error.
 
     :return: The evaluations, sorted by algorithm, env, seed and step
-    :raises FileNotFoundError: No such file
-    :raises ValueError: Missing columns, no rows, non-integer seeds or steps, duplicated or non-finite evaluations
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: a suite folder holds the {EVALUATIONS_FILENAME} of benchmarks.run")
-    frame = pd.read_csv(path)
-    missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
-    if missing:
-        raise ValueError(f"{path} lacks the column(s) {missing} (needs {list(REQUIRED_COLUMNS)})")
-    frame = frame[list(REQUIRED_COLUMNS)].copy()
-    if frame.empty or frame[["algo", "env"]].isna().any().any():
-        raise ValueError(f"{path} has no evaluations, or rows without an algo or env")
-    frame[["algo", "env"]] = frame[["algo", "env"]].astype(str)
-    for column in ("seed", "timesteps"):
-        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-        if not np.all(np.isfinite(values) & (values == np.round(values)) & (values >= 0)):
-            raise ValueError(f"{path}: column {column!r} must hold integers (>= 0)")
-        frame[column] = values.astype(np.int64)
-    frame["mean_return"] = pd.to_numeric(frame["mean_return"], errors="coerce").astype(float)
     keys = ["algo", "env", "seed", "timesteps"]
-    duplicated = frame.duplicated(keys, keep=False)
-    if duplicated.any():
-        row = frame[duplicated].iloc[0]
-        raise ValueError(
-            f"{path}: several evaluations of {row['algo']} on {row['env']}, seed {row['seed']}, step {row['timesteps']}"
-        )
-    bad = ~np.isfinite(frame["mean_return"].to_numpy())
-    untrained = bad & (frame["timesteps"] == 0).to_numpy()
+    try:
+        frame = pd.read_csv(path, usecols=list(COLUMNS), dtype=COLUMNS).set_index(keys, verify_integrity=True)
+    except ValueError as error:  # missing columns, non-integer seeds or steps, several evaluations of a step
+        raise ValueError(f"{path}: {error}") from error
+    frame = frame.sort_index(kind="stable").reset_index()
+    bad = ~np.isfinite(frame["mean_return"])
+    untrained = bad & (frame["timesteps"] == 0)
     if (bad & ~untrained).any():
         row = frame[bad & ~untrained].iloc[0]
         raise ValueError(
@@ -247,7 +225,7 @@ def load_evaluations(path: str | Path) -> pd.DataFrame:
         )
     if untrained.all():
         raise ValueError(f"{path} has no evaluation with a return")
-    return frame[~untrained].sort_values(keys, kind="stable").reset_index(drop=True)
+    return frame[~untrained].reset_index(drop=True)
 
 
 def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str, Any]]:
@@ -264,11 +242,7 @@ def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str
 
 
 def resolve_references(frame: pd.DataFrame, normalisation: SuiteNormalisation) -> dict[str, tuple[float, float]]:
-    """
-    :return: Per env of ``frame``, its ``(random, reference)`` returns, :data:`STEP0` measured
-    :raises ValueError: An env without an entry, a :data:`STEP0` env without step-0 evaluations, a reference equal to
-        its random return, a non-finite entry
-    """
+    """:return: Per env of ``frame``, its ``(random, reference)`` returns, :data:`STEP0` measured"""
     references = {}
     for env in sorted(frame["env"].unique()):
         if env not in normalisation.envs:
@@ -303,7 +277,6 @@ def select_runs(frame: pd.DataFrame, env_order: Sequence[str] | None = None) -> 
     Keep the algorithms run on every env of ``frame``, each with the seeds it has on all of them.
 
     :param env_order: Preferred order of the envs (the others follow, sorted).
-    :raises ValueError: No algorithm was run on every env, or none has a seed on all of them
     """
     present = set(frame["env"].unique())
     envs = [env for env in (env_order or []) if env in present] + sorted(present - set(env_order or []))
@@ -387,6 +360,11 @@ def _metrics(scores: np.ndarray) -> np.ndarray:
     )
 
 
+def _iqm_per_step(scores: np.ndarray) -> np.ndarray:
+    """:return: The IQM at each step of a ``runs x tasks x steps`` array"""
+    return np.array([rly_metrics.aggregate_iqm(scores[..., k]) for k in range(scores.shape[-1])])
+
+
 def interval_estimates(
     scores: Mapping[str, np.ndarray],
     reps: int = DEFAULT_REPS,
@@ -394,13 +372,9 @@ def interval_estimates(
     metric: Callable[[np.ndarray], np.ndarray] = _metrics,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """
-    rliable's point estimates with 95% stratified-bootstrap confidence intervals
-    (``rliable.library.get_interval_estimates``), reproducible and leaving NumPy's global generator as it was.
+    ``rliable.library.get_interval_estimates`` of ``metric`` (default: :data:`METRIC_NAMES`) with 95% intervals,
+    seeded, leaving NumPy's global generator as it was.
 
-    :param scores: Per algorithm, ``runs x tasks`` (or ``runs x tasks x steps`` with a per-step ``metric``).
-    :param reps: Bootstrap resamples.
-    :param seed: Seed of the resampling.
-    :param metric: The estimates of a score matrix (default: :data:`METRIC_NAMES`).
     :return: Point estimates (per algorithm, one per metric) and intervals (per algorithm, ``2 x metrics``)
     """
     if reps < 1:
@@ -472,28 +446,23 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}" if abs(value) >= 10 else f"{value:.3f}"
 
 
-def _plot(
-    aggregate: Aggregate, path: str | Path, title: str, draw: Callable[[Any, str, Any], None], at_one: str, **labels: Any
-) -> None:
-    """Draw ``draw(axis, algo, color)`` per algorithm, a dashed line at score 1 (``at_one``: ``"x"`` or ``"y"``) and save
-    the figure (``labels``: the axis properties)."""
-    import matplotlib
+def _legend(aggregate: Aggregate) -> dict[str, str]:
+    """:return: Per algorithm, its legend entry (with its number of runs)"""
+    return {algo: f"{algo} ({scores.size} runs)" for algo, scores in aggregate.scores.items()}
 
-    cmap = matplotlib.colormaps["tab10"]
-    with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
-        for index, algo in enumerate(aggregate.scores):
-            draw(ax, algo, cmap(index % 10))
-        (ax.axvline if at_one == "x" else ax.axhline)(1.0, color="gray", linestyle="--", linewidth=1)
-        ax.set(title=f"{aggregate.suite}: {title}", **labels)
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize="small")
+
+def _decorate(ax: Any, aggregate: Aggregate, title: str, reps: int, at_one: Callable[..., Any]) -> None:
+    """The title, a dashed line at score 1 (``at_one``: ``ax.axvline`` or ``ax.axhline``) and the legend."""
+    at_one(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_title(f"{aggregate.suite}: {title} ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
+    ax.legend(loc="best", fontsize="small")
 
 
 def plot_performance_profile(
     aggregate: Aggregate, path: str | Path, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
 ) -> np.ndarray:
     """
-    Write rliable's performance profile of the final scores (the fraction of runs above each tau, with CIs).
+    Write rliable's performance profile of the final scores (the fraction of runs above each tau, with 95% bands).
 
     :return: The thresholds tau of the profile
     """
@@ -504,56 +473,56 @@ def plot_performance_profile(
         profiles, bands = rly_library.create_performance_profile(
             dict(aggregate.scores), taus, reps=reps, confidence_interval_size=CONFIDENCE
         )
-
-    def draw(ax: Any, algo: str, color: Any) -> None:
-        label = f"{algo} ({aggregate.scores[algo].size} runs)"
-        ax.plot(taus, profiles[algo], color=color, linewidth=2, label=label)
-        ax.fill_between(taus, *bands[algo], color=color, alpha=0.2, linewidth=0)
-
-    title = f"performance profile ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)"
-    xlabel, ylabel = r"normalised final score $\tau$ (1 = reference)", r"fraction of runs with score > $\tau$"
-    _plot(aggregate, path, title, draw, "x", xlabel=xlabel, ylabel=ylabel, ylim=(-0.02, 1.02))
+    legend = _legend(aggregate)
+    with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
+        rly_plots.plot_performance_profiles(
+            {legend[algo]: profile for algo, profile in profiles.items()},
+            taus,
+            performance_profile_cis={legend[algo]: band for algo, band in bands.items()},
+            ax=ax,
+            xlabel=r"normalised final score $\tau$ (1 = reference)",
+            ylabel=r"fraction of runs with score > $\tau$",
+            labelsize="medium",
+            ticklabelsize="medium",
+        )
+        _decorate(ax, aggregate, "performance profile", reps, ax.axvline)
     return taus
-
-
-def sample_efficiency_estimates(
-    aggregate: Aggregate, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
-) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """:return: Per algorithm ``(steps, IQM, 2 x steps interval)`` of its sample-efficiency curve"""
-
-    def iqm_per_step(values: np.ndarray) -> np.ndarray:
-        return np.array([rly_metrics.aggregate_iqm(values[..., k]) for k in range(values.shape[-1])])
-
-    estimates = {}
-    for algo, (grid, scores) in aggregate.curves.items():
-        points, intervals = interval_estimates({algo: scores}, reps=reps, seed=seed, metric=iqm_per_step)
-        estimates[algo] = (grid, points[algo], intervals[algo])
-    return estimates
 
 
 def plot_sample_efficiency(
     aggregate: Aggregate, path: str | Path, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
 ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """
-    Write the IQM of the normalised score against env steps per algorithm, with its 95% stratified-bootstrap band; the
-    x axis is logarithmic (step 0 not shown) when the algorithms' horizons differ more than tenfold.
+    Write the IQM of the normalised score against env steps per algorithm with its 95% band
+    (``rliable.plot_utils.plot_sample_efficiency_curve``); the x axis is logarithmic (step 0 not shown) when the
+    algorithms' horizons differ more than tenfold.
 
-    :return: The curves (:func:`sample_efficiency_estimates`)
+    :return: Per algorithm ``(steps, IQM, 2 x steps interval)``
     """
-    estimates = sample_efficiency_estimates(aggregate, reps=reps, seed=seed)
+    estimates = {}
+    for algo, (grid, scores) in aggregate.curves.items():
+        points, intervals = interval_estimates({algo: scores}, reps=reps, seed=seed, metric=_iqm_per_step)
+        estimates[algo] = (grid, points[algo], intervals[algo])
     horizons = [int(grid.max()) for grid, _, _ in estimates.values()]
     log_x = max(horizons) > 10 * max(min(horizons), 1)
-
-    def draw(ax: Any, algo: str, color: Any) -> None:
-        grid, iqm, interval = estimates[algo]
-        shown = grid > 0 if log_x else np.ones_like(grid, dtype=bool)
-        label = f"{algo} ({aggregate.curves[algo][1].shape[0] * aggregate.curves[algo][1].shape[1]} runs)"
-        ax.plot(grid[shown], iqm[shown], color=color, marker="." if shown.sum() < 30 else None, label=label)
-        ax.fill_between(grid[shown], interval[0][shown], interval[1][shown], color=color, alpha=0.2, linewidth=0)
-
-    title = f"sample efficiency ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)"
-    labels = {"xlabel": "env steps", "ylabel": "IQM normalised score\n(1 = reference)", "xscale": "log" if log_x else "linear"}
-    _plot(aggregate, path, title, draw, "y", **labels)
+    legend, colors = _legend(aggregate), sns.color_palette("colorblind", n_colors=len(estimates))
+    with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
+        for color, (algo, (grid, iqm, interval)) in zip(colors, estimates.items(), strict=True):
+            shown = grid > 0 if log_x else np.ones_like(grid, dtype=bool)
+            rly_plots.plot_sample_efficiency_curve(
+                grid[shown],
+                {legend[algo]: iqm[shown]},
+                {legend[algo]: interval[:, shown]},
+                colors={legend[algo]: color},
+                ax=ax,
+                xlabel="env steps",
+                ylabel="IQM normalised score\n(1 = reference)",
+                labelsize="medium",
+                ticklabelsize="medium",
+                marker="." if shown.sum() < 30 else None,
+            )
+        ax.set_xscale("log" if log_x else "linear")
+        _decorate(ax, aggregate, "sample efficiency", reps, ax.axhline)
     return estimates
 
 
