@@ -1,25 +1,21 @@
 """
 Training throughput of this package's algorithms against SB3's and sb3-contrib's, side by side.
 
-Every configuration (an algorithm with its shipped rl-zoo3 entry on one env, built by
-:func:`benchmarks.harness.make_experiment`) is trained past its ``learning_starts`` and warmed up, then timed for
-``--reps`` repetitions of ``--steps`` env steps each, interleaved (rep 1 of every configuration, then rep 2, ...) so
-that a change of machine load hits every configuration alike; one torch thread unless ``algo:env@threads`` says
-otherwise. The table reports the median env steps per second of process CPU time (``time.process_time``), training
-included: what a CPU-time budget counts, and far less disturbed by a busy machine than wall-clock (recorded too).
-``env:<id>`` configurations give the env's own limit: the env in a 4-env ``DummyVecEnv`` with ``Monitor``, stepped
-with uniformly random actions. For this package's algorithms one more repetition runs with timers around the parts of
-an iteration (collection, replay sampling, forward passes, backward, optimiser step, value fit, the rest) and gives
-where the time goes; the timers add a little overhead, so that repetition is not in the throughput table.
+Every configuration (an algorithm with its shipped rl-zoo3 entry on one env, :func:`benchmarks.harness.make_experiment`)
+is trained past its ``learning_starts`` and warmed up, then timed for ``--reps`` interleaved repetitions of ``--steps``
+env steps (rep 1 of every configuration, then rep 2, ...: a change of machine load hits them alike), one torch thread
+unless ``algo:env@threads`` says otherwise. Throughput is the median env steps per second of process CPU time
+(``time.process_time``), training included: what a CPU-time budget counts, far less disturbed by a busy machine than
+wall-clock (recorded too). ``env:<id>`` gives the env's own limit: the env in a 4-env ``DummyVecEnv`` with ``Monitor``
+stepped with random actions. For this package's algorithms one more repetition, with timers (a little overhead), gives
+where the time goes (collection, replay sampling, forward passes, backward, optimiser step, value fit, the rest).
 
     python -m benchmarks.speed                      # the default configurations (about 15 minutes on 2 cores)
-    python -m benchmarks.speed --configs pcl:CartPole-v1 ppo:CartPole-v1 --reps 5
     python -m benchmarks.speed --configs pcl:CartPole-v1 pcl:CartPole-v1@2 --load 2   # 1 against 2 torch threads
 
-Writes ``results.md`` (the tables, with the command, machine and date) and ``speed.png`` to ``--out`` (default
-``benchmarks/results/speed``); ``--json FILE`` also saves the raw numbers. ``--baseline FILE`` adds the runs of such a
-file (the same command run on an older commit) as a "before" column; ``--from-json FILE`` writes the report of a saved
-run without measuring.
+Writes ``results.md`` and ``speed.png`` to ``--out`` (default ``benchmarks/results/speed``); ``--json FILE`` also saves
+the raw numbers, ``--baseline FILE`` adds such a file's runs as a "before" column, ``--from-json FILE`` writes the
+report of a saved run without measuring.
 """
 
 from __future__ import annotations
@@ -68,6 +64,7 @@ STEPS, DEFAULT_STEPS = 5_000, {"sac": 1_000, "td3": 1_000}
 BASELINE_DIR_ALGOS, BASELINE_HYPERPARAMS_DIR = ("trpo",), Path(__file__).resolve().parent / "hyperparams"
 PARTS = ("collection", "sampling", "forward", "backward", "optimizer", "value_fit", "other")
 #: the timed calls of a PCL-family model: (attribute path of the object, method, part); those a model lacks are skipped
+#: (the policy optimiser's steps and autograd's backward passes are timed too: :func:`instrument`)
 TIMED_CALLS = (
     ("", "collect_rollouts", "collection"),
     ("", "train", "other"),
@@ -76,7 +73,6 @@ TIMED_CALLS = (
     ("", "_evaluate", "forward"),
     ("", "_consistency", "forward"),
     ("_policy_step", "step", "backward"),  # a trust-region step: its forward re-evaluations are timed apart
-    ("policy.optimizer", "step", "optimizer"),
     ("_value_fit", "fit", "value_fit"),
 )
 
@@ -90,28 +86,35 @@ class PartTimer:
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.totals: dict[str, float] = collections.defaultdict(float)
-        self._stack: list[list[Any]] = []
+        #: calls of each function timed with :meth:`timed`, by name
+        self.calls: collections.Counter[str] = collections.Counter()
+        self._stack: list[list[Any]] = []  # per open part: name, time of the timed calls inside, start
         self._clock = clock
+
+    def start(self, name: str) -> None:
+        self._stack.append([name, 0.0, self._clock()])
+
+    def stop(self) -> None:
+        name, inside, start = self._stack.pop()
+        elapsed = self._clock() - start
+        self.totals[name] += elapsed - inside
+        if self._stack:
+            self._stack[-1][1] += elapsed
 
     @contextlib.contextmanager
     def part(self, name: str) -> Iterator[None]:
-        frame: list[Any] = [name, 0.0]  # name, time of the timed calls inside
-        self._stack.append(frame)
-        start = self._clock()
+        self.start(name)
         try:
             yield
         finally:
-            elapsed = self._clock() - start
-            self._stack.pop()
-            self.totals[name] += elapsed - frame[1]
-            if self._stack:
-                self._stack[-1][1] += elapsed
+            self.stop()
 
     def timed(self, function: Callable[..., Any], name: str) -> Callable[..., Any]:
         """:return: ``function`` timed as part ``name``"""
 
         @functools.wraps(function)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            self.calls[function.__name__] += 1
             with self.part(name):
                 return function(*args, **kwargs)
 
@@ -121,15 +124,25 @@ class PartTimer:
 @contextlib.contextmanager
 def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> Iterator[PartTimer]:
     """
-    Time the parts of a PCL-family model's training inside the block (:data:`TIMED_CALLS`, on this model's objects
-    only, and autograd's backward passes); everything is as before afterwards.
+    Time the parts of a PCL-family model's training inside the block: :data:`TIMED_CALLS` on this model's objects,
+    the policy optimiser's steps (its step hooks) and autograd's backward passes (a ``TorchFunctionMode``). Everything
+    is as before afterwards.
 
     :param model: a :class:`sb3_pcl.PCL` (or subclass)
     :param clock: the timers' clock (see :class:`PartTimer`)
     """
     import torch as th
+    from torch.overrides import TorchFunctionMode
 
     timer = PartTimer(clock)
+
+    class TimedBackward(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if func is not th.Tensor.backward:
+                return func(*args, **(kwargs or {}))
+            with timer.part("backward"):
+                return func(*args, **(kwargs or {}))
+
     wrapped = []
     for path, method, name in TIMED_CALLS:
         try:
@@ -139,12 +152,17 @@ def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> It
             continue
         setattr(owner, method, timer.timed(function, name))
         wrapped.append((owner, method))
-    backward = th.Tensor.backward
-    th.Tensor.backward = timer.timed(backward, "backward")  # type: ignore[method-assign]
+    optimizer = model.policy.optimizer
+    hooks = [
+        optimizer.register_step_pre_hook(lambda *_: timer.start("optimizer")),
+        optimizer.register_step_post_hook(lambda *_: timer.stop()),
+    ]
     try:
-        yield timer
+        with TimedBackward():
+            yield timer
     finally:
-        th.Tensor.backward = backward  # type: ignore[method-assign]
+        for hook in hooks:
+            hook.remove()
         for owner, method in wrapped:
             delattr(owner, method)  # the class's method again
 
@@ -229,25 +247,14 @@ def _breakdown(model: Any, steps: int) -> dict[str, Any]:
     """:return: process CPU seconds per part (:data:`PARTS`) of ``steps`` more env steps of training"""
     n_updates, start_steps = model._n_updates, model.num_timesteps
     with instrument(model, time.process_time) as timer:
-        iterations = [0]
-        train = model.train
-
-        def counted_train(*args: Any, **kwargs: Any) -> None:
-            iterations[0] += 1
-            train(*args, **kwargs)
-
-        model.train = counted_train
         start = time.process_time()
-        try:
-            model.learn(steps, reset_num_timesteps=False)
-        finally:
-            model.train = train
+        model.learn(steps, reset_num_timesteps=False)
         total = time.process_time() - start
     parts = {name: timer.totals.get(name, 0.0) for name in PARTS}
     parts["other"] += total - sum(parts.values())  # learn's own loop, callbacks
     return {
         "env_steps": model.num_timesteps - start_steps,
-        "iterations": iterations[0],
+        "iterations": timer.calls["train"],
         "batches": model._n_updates - n_updates,
         "total_s": total,
         "parts_s": parts,
@@ -274,7 +281,8 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
         algo, env_id, threads = _configure(spec)
         th.set_num_threads(threads)
         model = _build(algo, env_id, seed)
-        model.learn(int(getattr(model, "learning_starts", 0) or 0) + warmup)
+        if (before_timing := int(getattr(model, "learning_starts", 0) or 0) + warmup) > 0:
+            model.learn(before_timing)
         models[spec] = model
         results[spec] = {
             "algo": algo,
@@ -415,20 +423,23 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
 
 
 def _plot(runs: dict[str, Any], before: dict[str, Any], path: Path) -> None:
+    """Bars of the median throughput per configuration (and before, grey, with a baseline)."""
+    import pandas as pd
+
     specs = list(runs)
+    bars = {"now": [_throughput(runs[spec]) for spec in specs]}
+    if before:
+        bars = {"before": [_throughput(before[spec]) if spec in before else 0.0 for spec in specs], **bars}
+    frame = pd.DataFrame(bars, index=[spec.replace(":", "\n") for spec in specs])
     with saved_figure(path, figsize=(max(6.0, 1.1 * len(specs) + 2), 4.5)) as (_, ax):
-        width = 0.4 if before else 0.6
-        positions = list(range(len(specs)))
-        if before:
-            old = [_throughput(before[spec]) if spec in before else 0.0 for spec in specs]
-            ax.bar([p - width / 2 for p in positions], old, width, label="before", color="#bbbbbb")
-        now = [_throughput(runs[spec]) for spec in specs]
-        ax.bar([p + (width / 2 if before else 0) for p in positions], now, width, label="now", color="#3070b0")
-        ax.set_xticks(positions, [spec.replace(":", "\n") for spec in specs])
-        ax.set_ylabel("env steps per CPU second (training included)")
-        ax.set_title("Median throughput, one torch thread")
-        if before:
-            ax.legend()
+        frame.plot.bar(
+            ax=ax,
+            rot=0,
+            color=["#bbbbbb", "#3070b0"][-len(bars) :],
+            legend=bool(before),
+            ylabel="env steps per CPU second (training included)",
+            title="Median throughput, one torch thread",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
