@@ -49,8 +49,14 @@ SAMPLE_EFFICIENCY_FILENAME = "sample_efficiency.png"
 OUTPUT_FILENAMES = (AGGREGATE_FILENAME, PROFILE_FILENAME, SAMPLE_EFFICIENCY_FILENAME)
 #: Columns of ``evaluations.csv`` read here, with their types
 COLUMNS = {"algo": str, "env": str, "seed": "int64", "timesteps": "int64", "mean_return": float}
-#: The aggregate metrics, in the order of the table of ``aggregate.md``
-METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality gap")
+#: The aggregate metrics (rliable's), in the order of the table of ``aggregate.md``
+METRICS = {
+    "IQM": rly_metrics.aggregate_iqm,
+    "Mean": rly_metrics.aggregate_mean,
+    "Median": rly_metrics.aggregate_median,
+    "Optimality gap": rly_metrics.aggregate_optimality_gap,
+}
+METRIC_NAMES = tuple(METRICS)
 #: A ``random`` entry of :data:`NORMALISATION` measured instead of given: the mean step-0 evaluation of the env's runs
 STEP0 = "step0"
 DEFAULT_REPS = 50_000
@@ -260,9 +266,8 @@ def resolve_references(frame: pd.DataFrame, normalisation: SuiteNormalisation) -
                 )
             random = float(initial.mean())
         random, reference = float(random), float(reference)
-        if not (math.isfinite(random) and math.isfinite(reference)) or reference == random:
-            problem = "the reference return equals the random return" if reference == random else "both must be finite"
-            raise ValueError(f"Normalisation of {env} (random {random}, reference {reference}): {problem}")
+        if reference == random:
+            raise ValueError(f"Normalisation of {env}: the reference return equals the random return ({random})")
         references[env] = (random, reference)
     return references
 
@@ -349,15 +354,8 @@ def score_curves(
 
 
 def _metrics(scores: np.ndarray) -> np.ndarray:
-    """:return: :data:`METRIC_NAMES` of a ``runs x tasks`` matrix (rliable's aggregates)"""
-    return np.array(
-        [
-            rly_metrics.aggregate_iqm(scores),
-            rly_metrics.aggregate_mean(scores),
-            rly_metrics.aggregate_median(scores),
-            rly_metrics.aggregate_optimality_gap(scores),
-        ]
-    )
+    """:return: :data:`METRICS` of a ``runs x tasks`` matrix"""
+    return np.array([metric(scores) for metric in METRICS.values()])
 
 
 def _iqm_per_step(scores: np.ndarray) -> np.ndarray:
