@@ -27,6 +27,9 @@ def test_speed_writes_the_table_and_the_breakdown(tmp_path: Path) -> None:
     run = raw["runs"]["pcl:CartPole-v1"]
     assert len(run["steps_per_s"]) == 2 and run["n_envs"] == 8
     assert run["breakdown"]["env_steps"] >= 64 and set(run["breakdown"]["parts_s"]) == set(speed.PARTS)
+    parts = run["breakdown"]["parts_s"]
+    assert run["breakdown"]["iterations"] >= 1 and run["breakdown"]["batches"] >= 1
+    assert parts["backward"] > 0 and parts["optimizer"] > 0  # autograd and the optimiser's step hooks were timed
     report = (tmp_path / "results.md").read_text()
     assert "| pcl:CartPole-v1 | PCL | 8 |" in report and "where the time goes" in report and "wall-clock" in report
     assert (tmp_path / "speed.png").is_file()
@@ -74,3 +77,15 @@ def test_the_mujoco_table_compares_trust_pcl_with_trpo_and_a_quarter_of_the_env_
     assert "| Ant-v5 | 3200 | 900 | 1200 | 0.75 | 0.28 |" in text and "Walker2d" not in text
     assert "TRPO's throughput on 1 of 2 tasks; at least a quarter of the env's limit on 1 of 2." in text
     assert speed._mujoco_table({"pcl:CartPole-v1": run(1)}, {}) == []
+
+
+def test_instrument_times_inside_the_block_only() -> None:
+    from sb3_pcl import PCL
+
+    model = PCL("MlpPolicy", "CartPole-v1", learning_starts=0, seed=0)
+    with speed.instrument(model) as timer:
+        model.learn(64)
+    totals = dict(timer.totals)
+    assert totals["backward"] > 0 and totals["optimizer"] > 0 and timer.calls["train"] >= 1
+    model.learn(64, reset_num_timesteps=False)  # no timer, hook or wrapper left behind
+    assert dict(timer.totals) == totals and not {"train", "collect_rollouts", "_evaluate"} & set(vars(model))
