@@ -32,7 +32,6 @@ import pandas as pd
 from benchmarks.reporting import markdown_table, saved_figure, steps
 
 try:
-    import seaborn as sns
     from rliable import library as rly_library
     from rliable import metrics as rly_metrics
     from rliable import plot_utils as rly_plots
@@ -444,9 +443,13 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}" if abs(value) >= 10 else f"{value:.3f}"
 
 
-def _legend(aggregate: Aggregate) -> dict[str, str]:
-    """:return: Per algorithm, its legend entry (with its number of runs)"""
-    return {algo: f"{algo} ({scores.size} runs)" for algo, scores in aggregate.scores.items()}
+def _legend(aggregate: Aggregate) -> tuple[dict[str, str], dict[str, Any]]:
+    """:return: Per algorithm its legend entry (with its number of runs), and per entry its colour (the same in both
+    figures)"""
+    import matplotlib
+
+    legend = {algo: f"{algo} ({scores.size} runs)" for algo, scores in aggregate.scores.items()}
+    return legend, {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(legend.values())}
 
 
 def _decorate(ax: Any, aggregate: Aggregate, title: str, reps: int, at_one: Callable[..., Any]) -> None:
@@ -471,12 +474,13 @@ def plot_performance_profile(
         profiles, bands = rly_library.create_performance_profile(
             dict(aggregate.scores), taus, reps=reps, confidence_interval_size=CONFIDENCE
         )
-    legend = _legend(aggregate)
+    legend, colors = _legend(aggregate)
     with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
         rly_plots.plot_performance_profiles(
             {legend[algo]: profile for algo, profile in profiles.items()},
             taus,
             performance_profile_cis={legend[algo]: band for algo, band in bands.items()},
+            colors=colors,
             ax=ax,
             xlabel=r"normalised final score $\tau$ (1 = reference)",
             ylabel=r"fraction of runs with score > $\tau$",
@@ -503,15 +507,15 @@ def plot_sample_efficiency(
         estimates[algo] = (grid, points[algo], intervals[algo])
     horizons = [int(grid.max()) for grid, _, _ in estimates.values()]
     log_x = max(horizons) > 10 * max(min(horizons), 1)
-    legend, colors = _legend(aggregate), sns.color_palette("colorblind", n_colors=len(estimates))
+    legend, colors = _legend(aggregate)
     with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
-        for color, (algo, (grid, iqm, interval)) in zip(colors, estimates.items(), strict=True):
+        for algo, (grid, iqm, interval) in estimates.items():
             shown = grid > 0 if log_x else np.ones_like(grid, dtype=bool)
             rly_plots.plot_sample_efficiency_curve(
                 grid[shown],
                 {legend[algo]: iqm[shown]},
                 {legend[algo]: interval[:, shown]},
-                colors={legend[algo]: color},
+                colors=colors,
                 ax=ax,
                 xlabel="env steps",
                 ylabel="IQM normalised score\n(1 = reference)",
