@@ -486,7 +486,8 @@ def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
 def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> list[Path]:
     """
     Rewrite the block between the campaign's markers in each of its ``docs`` files with :func:`reference_table`, or
-    without a reference :func:`leaders_table` (``check``: rewrite nothing).
+    without a reference :func:`leaders_table`, followed by the learning curves of the envs with evaluations (against
+    env steps with a reference, the paper's axis; else against CPU seconds) (``check``: rewrite nothing).
 
     :return: The files whose block differed from the data
     :raises ValueError: if a file lacks the markers
@@ -495,9 +496,13 @@ def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> 
         return []
     start, end = doc_markers(campaign)
     table = reference_table(campaign, frame) if campaign.reference is not None else leaders_table(campaign, frame)
-    block = [start, "", *table, "", end]
+    suffix, axis = ("steps", "env steps") if campaign.reference is not None else ("cpu", "CPU seconds")
+    envs = [env for env in dict.fromkeys(task.env for task in campaign.tasks) if (frame["env"] == env).any()]
     changed = []
     for path in campaign.docs:
+        folder = Path(os.path.relpath(campaign.out, path.parent)).as_posix()
+        curves = [f"![{env} against {axis}]({folder}/{harness.safe_name(env)}_{suffix}.png)" for env in envs]
+        block = [start, "", *table, "", *curves, *([""] if curves else []), end]
         text = path.read_text()
         if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
             raise ValueError(f"{path} needs one line {start!r} and, after it, one line {end!r}")

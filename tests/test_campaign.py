@@ -258,6 +258,8 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", report)
     assert linked and all((out / name).is_file() for name in linked) and "Acrobot" not in "".join(linked)
     assert "| Acrobot-v1 | - | a2c | - | - | seed 0: to do |" in table and "## Acrobot-v1\n\nNo evaluation yet." in report
+    curves = re.findall(r"!\[[^]]*\]\(([^)]+)\)", doc.read_text())  # relative to the page; none for Acrobot
+    assert curves == ["out/CartPole-v1_steps.png"] and (doc.parent / curves[0]).is_file()
     assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     doc.write_text("# Page without markers\n")
     with pytest.raises(ValueError, match="needs one line"):
