@@ -516,8 +516,8 @@ def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> 
 
 
 def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
-    """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env: per algorithm the mean over seeds with a min-max band,
-    against env steps and against CPU seconds of training. :return: The written files"""
+    """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env: per algorithm the mean over seeds with a min-max band
+    and each seed's curve, against env steps and against CPU seconds of training. :return: The written files"""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -535,7 +535,7 @@ def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
             fig, ax = plt.subplots(figsize=(7, 4.5))
             for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
                 if (env_frame["algo"] == algo).any():
-                    draw_on_clock(ax, env_frame[env_frame["algo"] == algo], clock, algo)
+                    draw_on_clock(ax, env_frame[env_frame["algo"] == algo], clock, algo, seeds=True)
             path = campaign.out / f"{harness.safe_name(env)}_{suffix}.png"
             paths.append(save_plot(fig, ax, env, xlabel, {"eval"}, path))
     return paths

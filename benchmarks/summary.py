@@ -474,15 +474,18 @@ def save_plot(fig: Any, ax: Any, env: str, xlabel: str, metrics: set[str], path:
     return path
 
 
-def draw_on_clock(ax: Any, runs: pd.DataFrame, clock: str, algo: str) -> None:
+def draw_on_clock(ax: Any, runs: pd.DataFrame, clock: str, algo: str, seeds: bool = False) -> None:
     """Draw the runs of one algorithm on ``clock`` (a column): the mean over seeds of each seed's last evaluation so
-    far (:func:`curves_on_clock`), with a min-max band."""
+    far (:func:`curves_on_clock`), with a min-max band, and with ``seeds`` each seed's own curve, thin."""
     times, stacked = curves_on_clock(runs, clock)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before every seed's first evaluation
         mean, low, high = np.nanmean(stacked, 0), np.nanmin(stacked, 0), np.nanmax(stacked, 0)
     (line,) = ax.plot(times, mean, drawstyle="steps-post", label=f"{algo} ({runs['seed'].nunique()} seeds)")
     ax.fill_between(times, low, high, step="post", color=line.get_color(), alpha=0.2, linewidth=0)
+    if seeds and len(stacked) > 1:
+        for curve in stacked:
+            ax.plot(times, curve, drawstyle="steps-post", color=line.get_color(), linewidth=0.7, alpha=0.6)
 
 
 def curves_on_clock(runs: pd.DataFrame, clock: str = "cpu_time_s") -> tuple[np.ndarray, np.ndarray]:

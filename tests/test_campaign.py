@@ -298,3 +298,24 @@ def test_docs_blocks_of_the_campaigns_match_the_committed_data(tmp_path: Path, m
     monkeypatch.chdir(algorithms.REPO_ROOT)
     for path in sorted((algorithms.REPO_ROOT / "benchmarks" / "campaigns").glob("*.yml")):
         assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path)]) == 0, path.name
+
+
+def test_campaign_curves_show_the_mean_and_each_seed() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from benchmarks.summary import draw_on_clock
+
+    runs = pd.DataFrame({"seed": [0, 0, 1, 1], "cpu_time_s": [0.0, 300.0, 0.0, 310.0], "mean_return": [1.0, 5.0, 2.0, 9.0]})
+    fig, ax = plt.subplots()
+    draw_on_clock(ax, runs, "cpu_time_s", "a2c", seeds=True)
+    mean, *seeds = ax.get_lines()
+    assert len(seeds) == 2 and mean.get_label() == "a2c (2 seeds)"
+    assert list(mean.get_ydata()) == [1.5, 3.5, 7.0]  # each seed's last evaluation so far, averaged
+    assert [list(line.get_ydata()) for line in seeds] == [[1.0, 5.0, 5.0], [2.0, 2.0, 9.0]]
+    fig.clf()
+    draw_on_clock(fig.add_subplot(), runs, "cpu_time_s", "a2c")  # the grids' plots: mean and band only
+    assert len(fig.axes[0].get_lines()) == 1
+    plt.close(fig)
