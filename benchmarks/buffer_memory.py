@@ -1,26 +1,22 @@
 """
 Bounded memory and constant add cost of the path replay once it is full.
 
-Each run adds one-env transitions (CartPole-like: 4 float32 observations, 2 discrete actions) to a
-:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer` for several times its size in a fresh process, recording the
-process's resident memory (RSS) along the way and the adds per CPU second once the buffer is full. Scenarios:
-``episodes`` (episodes of ``--episode-length`` steps), ``one_step`` (every step ends one: the most evictions),
-``never`` (one episode longer than the buffer: its oldest steps are dropped) and ``sb3`` (SB3's ``ReplayBuffer``, the
-reference cost of an add). The RSS must stay flat once the buffer is full, and the adds per second must not fall with
-the buffer size.
+Each run adds one-env transitions (4 float32 observations, 2 discrete actions) to a
+:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer` for ``--multiple`` times its size in a fresh process, sampling the
+process's resident memory (RSS) and timing the adds per CPU second. Scenarios: ``episodes`` (of ``--episode-length``
+steps), ``one_step`` (the most evictions), ``never`` (one episode longer than the buffer) and ``sb3`` (SB3's
+``ReplayBuffer``, the reference cost). The RSS must stay flat once full, and the adds/s must not fall with the size.
 
     python -m benchmarks.buffer_memory                       # the default run (under 2 minutes on 2 cores)
     python -m benchmarks.buffer_memory --sizes 10000 100000 --scenarios never one_step --multiple 5
 
-Writes ``results.md`` (the table, with the command, machine and date) and ``buffer_memory.png`` to ``--out`` (default
-``benchmarks/results/replay``); ``--json FILE`` also saves the raw numbers, and ``--baseline FILE`` reports such a file
-(e.g. the same command run on an older commit) alongside, as a second table and dashed lines.
+Writes ``results.md`` and ``buffer_memory.png`` to ``--out``; ``--json FILE`` also saves the raw numbers, and
+``--baseline FILE`` reports such a file (e.g. from an older commit) alongside, as a second table and dashed lines.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import itertools
 import json
 import os
@@ -47,7 +43,7 @@ N_SAMPLES, N_CHUNKS = 16, 20
 
 
 def rss_mib() -> float:
-    """:return: the resident memory of this process in MiB (``/proc/self/statm``; the peak where it is missing)"""
+    """:return: this process's resident memory in MiB (``/proc/self/statm``; the peak where it is missing)"""
     try:
         return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
@@ -65,7 +61,7 @@ def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dic
     from gymnasium import spaces
 
     observation_space, action_space = spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float32), spaces.Discrete(2)
-    if scenario == "sb3":
+    if scenario == "sb3":  # each imports only its own buffer: the RSS is the run's own
         from stable_baselines3.common.buffers import ReplayBuffer
 
         buffer: Any = ReplayBuffer(size, observation_space, action_space, device="cpu")
@@ -107,10 +103,9 @@ def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dic
 
 def run_in_subprocess(scenario: str, size: int, multiple: int, episode_length: int) -> dict[str, Any]:
     """:return: :func:`run_one` in a fresh Python process (its memory is the run's own), importing this checkout"""
-    path = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     command = [sys.executable, "-m", "benchmarks.buffer_memory", "--worker", scenario, str(size), str(multiple)]
     command += ["--episode-length", str(episode_length)]
-    env = {**os.environ, "PYTHONPATH": path}
     output = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
 
@@ -137,8 +132,7 @@ def by_scenario(runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def report_lines(runs: list[dict[str, Any]]) -> list[str]:
-    """:return: the markdown table of the runs and, per scenario, the RSS growth and the adds/s of the largest buffer
-    against the smallest"""
+    """:return: the table of the runs, then per scenario its RSS growth and the adds/s of its largest buffer / smallest"""
     header = ["scenario", "buffer size", "adds", "adds/s filling", "adds/s full", "RSS when full (MiB)"]
     header += ["RSS at the end (MiB)", "RSS growth after full (MiB)", "RSS growth, last third (MiB)"]
     rows = [
@@ -231,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         scenario, size, multiple = args.worker
         print(json.dumps(run_one(scenario, int(size), int(multiple), args.episode_length)))
         return 0
-    from benchmarks.harness import machine_info
+    from benchmarks.harness import machine_info, now
 
     info = machine_info()
     result: dict[str, Any] = {
@@ -239,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, "
         f"NumPy {info['numpy']}, git {info['git']}",
         "git": info["git"],
-        "date": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
+        "date": now(),
         "episode_length": args.episode_length,
         "runs": [],
     }

@@ -1,19 +1,16 @@
 """
 Do demonstrations from a Minari dataset speed up PCL?
 
-A teacher PCL (:data:`PCL_SETTINGS`) learns CartPole-v1 until its evaluation reaches the threshold and plays
-``--n-demos`` deterministic episodes, written as a local Minari dataset
-(:func:`sb3_pcl.common.minari_io.record_minari_dataset`). Then, for each seed, a fresh PCL learns with the same settings
-and budget, once without demonstrations and once with the dataset loaded by ``add_demonstrations``. Every learner is
-evaluated at step 0 and every ``--eval-freq`` steps on ``--eval-episodes`` deterministic episodes of a separate env
-seeded ``seed + 1000``.
+A teacher PCL (:data:`PCL_SETTINGS`) learns CartPole-v1 until its evaluation reaches 475 and plays ``--n-demos``
+deterministic episodes, written as a local Minari dataset. Then, per seed, a fresh PCL learns with the same settings and
+budget, once without demonstrations and once with that dataset (``add_demonstrations``). Each learner is evaluated at
+step 0 and every ``--eval-freq`` steps on ``--eval-episodes`` deterministic episodes of an env seeded ``seed + 1000``.
 
     nice -n 10 python -m benchmarks.demonstrations                 # the committed run (about 10 CPU minutes)
     python -m benchmarks.demonstrations --seeds 0 --steps 2000 --eval-freq 1000 --teacher-steps 2000 --out /tmp/demo
 
-Requirements: ``pip install -e ".[minari,bench]"``. Writes ``results.md`` (the table, with the command, machine and
-date), ``evaluations.csv`` and ``demonstrations.png`` to ``--out`` (default ``benchmarks/results/demonstrations``).
-The dataset goes to a temporary folder (``--dataset-dir`` keeps it). Each process uses one torch thread.
+Needs ``pip install -e ".[minari,bench]"``. Writes ``results.md``, ``evaluations.csv`` and ``demonstrations.png`` to
+``--out``; the dataset goes to a temporary folder (``--dataset-dir`` keeps it). Each process uses one torch thread.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import datetime
 import multiprocessing
 import os
 import shlex
@@ -29,15 +25,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from benchmarks.reporting import saved_figure
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "demonstrations"
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "demonstrations"
 ENV_ID, THRESHOLD = "CartPole-v1", 475.0
 DATASET_ID = "sb3_pcl/cartpole-pcl-teacher-v0"
 #: learner conditions: no demonstrations, the teacher's Minari dataset
@@ -58,9 +53,8 @@ def make_model(seed: int) -> Any:
     from sb3_pcl.common.schedules import parse_schedule
 
     torch.set_num_threads(1)
-    entry = dict(PCL_SETTINGS)
-    policy, entry["learning_rate"] = entry.pop("policy"), parse_schedule("learning_rate", entry["learning_rate"])
-    return PCL(policy, make_vec_env(ENV_ID, n_envs=1, seed=seed), seed=seed, **entry)
+    settings = {**PCL_SETTINGS, "learning_rate": parse_schedule("learning_rate", PCL_SETTINGS["learning_rate"])}
+    return PCL(env=make_vec_env(ENV_ID, n_envs=1, seed=seed), seed=seed, **settings)
 
 
 def learn_with_evaluations(
@@ -76,24 +70,22 @@ def learn_with_evaluations(
     from stable_baselines3.common.evaluation import evaluate_policy
 
     eval_env = make_vec_env(ENV_ID, n_envs=1, seed=eval_seed)
-
-    def evaluate(agent: Any) -> tuple[float, float]:
-        result = evaluate_policy(agent, eval_env, n_eval_episodes=eval_episodes, deterministic=True, warn=False)
-        mean, std = cast(tuple[float, float], result)
-        return float(mean), float(std)
-
-    rows = [(0, *evaluate(model), 0.0)]
+    rows: list[tuple[int, float, float, float]] = []
     clock = {"train": 0.0, "since": time.process_time()}
+
+    def evaluate(agent: Any) -> bool:
+        """Add a row (the training CPU clock stops meanwhile); :return: whether to go on learning"""
+        clock["train"] += time.process_time() - clock["since"]
+        mean, std = evaluate_policy(agent, eval_env, n_eval_episodes=eval_episodes, deterministic=True, warn=False)
+        rows.append((agent.num_timesteps, float(mean), float(std), clock["train"]))
+        clock["since"] = time.process_time()
+        return stop_at is None or rows[-1][1] < stop_at
 
     class Evaluations(BaseCallback):
         def _on_step(self) -> bool:
-            if self.num_timesteps % eval_freq != 0:
-                return True
-            clock["train"] += time.process_time() - clock["since"]
-            rows.append((self.num_timesteps, *evaluate(self.model), clock["train"]))
-            clock["since"] = time.process_time()
-            return stop_at is None or rows[-1][1] < stop_at
+            return self.num_timesteps % eval_freq != 0 or evaluate(self.model)
 
+    evaluate(model)
     model.learn(steps, callback=Evaluations())
     eval_env.close()
     return rows
@@ -109,16 +101,9 @@ def train_teacher(args: argparse.Namespace, dataset_dir: str) -> dict[str, Any]:
         teacher, args.teacher_steps, args.eval_freq, args.eval_episodes, args.teacher_seed + 1000, stop_at=THRESHOLD
     )
     dataset = record_minari_dataset(
-        teacher,
-        ENV_ID,
-        args.n_demos,
-        DATASET_ID,
-        seed=RECORD_SEED,
-        author="sb3_pcl benchmarks",
-        author_email="see the sb3_pcl repository",
-        code_permalink="benchmarks/demonstrations.py",
-        datasets_path=dataset_dir,
-    )
+        teacher, ENV_ID, args.n_demos, DATASET_ID, seed=RECORD_SEED, author="sb3_pcl benchmarks",
+        author_email="see the sb3_pcl repository", code_permalink="benchmarks/demonstrations.py", datasets_path=dataset_dir,
+    )  # fmt: skip
     return {
         "steps": int(teacher.num_timesteps),
         "evaluation": rows[-1][1],
@@ -147,18 +132,28 @@ def run_learner(job: tuple[str, int, str | None, int, int, int]) -> list[dict[st
 
 def write_report(args: argparse.Namespace, teacher: dict[str, Any], frame: pd.DataFrame, out: Path, wall: float) -> None:
     """Write ``evaluations.csv``, ``demonstrations.png`` and ``results.md`` to ``out``."""
-    from benchmarks.harness import machine_info
+    import minari
+
+    from benchmarks.harness import machine_info, now
 
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "evaluations.csv", index=False)
-    plot(args, frame, out / "demonstrations.png")
+    with saved_figure(out / "demonstrations.png", figsize=(7, 4.2)) as (_, axis):
+        for (condition, name), color in zip(CONDITIONS.items(), ("tab:gray", "tab:blue"), strict=True):
+            curves = frame[frame["condition"] == condition].pivot(index="timesteps", columns="seed", values="mean_return")
+            axis.plot(curves.index, curves.to_numpy(), color=color, alpha=0.3, linewidth=0.8)
+            axis.plot(curves.index, curves.mean(axis=1), color=color, linewidth=2, label=f"{name} (mean)")
+        axis.axhline(THRESHOLD, color="black", linestyle="--", linewidth=0.8)
+        axis.set_xlabel("env steps")
+        axis.set_ylabel(f"evaluation return ({args.eval_episodes} episodes)")
+        axis.set_title(f"PCL on {ENV_ID}, seeds {', '.join(map(str, args.seeds))} (thin lines: seeds)")
+        axis.legend(loc="lower right")
     trained = frame[frame["timesteps"] > 0]
     reached = trained[trained["mean_return"] >= THRESHOLD].groupby(["condition", "seed"])["timesteps"].first()
     finals = frame.groupby(["condition", "seed"])["mean_return"].last()
     areas = trained.groupby(["condition", "seed"])["mean_return"].mean()
+    learners_cpu = frame.groupby(["condition", "seed"])["run_cpu_s"].last().sum()
     info = machine_info()
-    import minari
-
     n_demos = len(teacher["returns"])
     lines = [
         "# Demonstrations from a Minari dataset: PCL on CartPole-v1",
@@ -179,9 +174,8 @@ def write_report(args: argparse.Namespace, teacher: dict[str, Any], frame: pd.Da
         f"{args.teacher_steps} steps",
         f"- Machine: {info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, torch "
         f"{info['torch']}, minari {minari.__version__}, git {info['git']}",
-        f"- Date: {datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()}; wall time "
-        f"{wall / 60:.1f} min with {args.workers} worker process(es); CPU: teacher {teacher['cpu_s'] / 60:.1f} min, "
-        f"learners {frame.groupby(['condition', 'seed'])['run_cpu_s'].last().sum() / 60:.1f} min",
+        f"- Date: {now()}; wall time {wall / 60:.1f} min with {args.workers} worker process(es); CPU: teacher "
+        f"{teacher['cpu_s'] / 60:.1f} min, learners {learners_cpu / 60:.1f} min",
         "",
         f"Final: the last evaluation ({args.steps} steps). To {THRESHOLD:g}: the first evaluation after step 0 reaching "
         "it. Mean evaluation: the mean of every evaluation after step 0 (the area under the curve, per evaluation).",
@@ -202,20 +196,7 @@ def write_report(args: argparse.Namespace, teacher: dict[str, Any], frame: pd.Da
     (out / "results.md").write_text("\n".join(lines))
 
 
-def plot(args: argparse.Namespace, frame: pd.DataFrame, path: Path) -> None:
-    with saved_figure(path, figsize=(7, 4.2)) as (_, axis):
-        for (condition, name), color in zip(CONDITIONS.items(), ("tab:gray", "tab:blue"), strict=True):
-            curves = frame[frame["condition"] == condition].pivot(index="timesteps", columns="seed", values="mean_return")
-            axis.plot(curves.index, curves.to_numpy(), color=color, alpha=0.3, linewidth=0.8)
-            axis.plot(curves.index, curves.mean(axis=1), color=color, linewidth=2, label=f"{name} (mean)")
-        axis.axhline(THRESHOLD, color="black", linestyle="--", linewidth=0.8)
-        axis.set_xlabel("env steps")
-        axis.set_ylabel(f"evaluation return ({args.eval_episodes} episodes)")
-        axis.set_title(f"PCL on {ENV_ID}, seeds {', '.join(map(str, args.seeds))} (thin lines: seeds)")
-        axis.legend(loc="lower right")
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=20_000, help="budget of each learner")
@@ -231,21 +212,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.eval_freq < 1 or args.steps % args.eval_freq:
         parser.error("--steps must be a multiple of --eval-freq")
     args.command = shlex.join(["python", "-m", "benchmarks.demonstrations", *(sys.argv[1:] if argv is None else argv)])
-    return args
-
-
-def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    args = parse_args(argv)
     start = time.time()
     with tempfile.TemporaryDirectory() as temporary:
-        teacher = train_teacher(args, str(args.dataset_dir) if args.dataset_dir is not None else temporary)
+        teacher = train_teacher(args, str(args.dataset_dir or temporary))
         print(f"teacher: {teacher['steps']} steps, evaluation {teacher['evaluation']:.1f}, dataset {teacher['dataset']}")
+        # in the order of the table and evaluations.csv: by condition, then seed
         jobs = [
             (condition, seed, teacher["dataset"] if condition == "minari" else None, args.steps, args.eval_freq,
              args.eval_episodes)
-            for seed in args.seeds
             for condition in CONDITIONS
+            for seed in sorted(args.seeds)
         ]  # fmt: skip
         spawn = multiprocessing.get_context("spawn")
         pool = concurrent.futures.ProcessPoolExecutor(args.workers, mp_context=spawn) if args.workers > 1 else None
@@ -254,11 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             for job, result in zip(jobs, (pool.map if pool else map)(run_learner, jobs), strict=True):
                 rows += result
                 print(f"{job[0]} seed {job[1]}: final {result[-1]['mean_return']:.1f}", flush=True)
-    order = {condition: index for index, condition in enumerate(CONDITIONS)}
-    frame = pd.DataFrame(rows).sort_values(
-        ["condition", "seed", "timesteps"], key=lambda column: column.map(order) if column.name == "condition" else column
-    )
-    write_report(args, teacher, frame.reset_index(drop=True), args.out, time.time() - start)
+    write_report(args, teacher, pd.DataFrame(rows), args.out, time.time() - start)
     print(f"wrote {args.out / 'results.md'}")
     return 0
 

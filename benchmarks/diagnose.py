@@ -1,31 +1,18 @@
 """
-What limits an algorithm on a task: one training run of its rl-zoo3 entry, with each training episode's reward split
-into the env's components and the training statistics over time.
-
-The model is built by the benchmark harness (:func:`benchmarks.harness.make_experiment`: the same entry, wrappers and
-seeding as ``python -m benchmarks.run``) and trained for ``--steps`` env steps with one torch thread. Two records are
-kept along the way:
-
-- every finished training episode (the stochastic policy): its return and length, whether it terminated (fell) or was
-  cut by the time limit, and the sum of every ``reward_*`` entry of the env's ``info`` (the MuJoCo v5 tasks report
-  ``reward_forward``, ``reward_ctrl``, ``reward_survive``, ``reward_contact``, ...), with the policy's mean action
-  standard deviation where it has a state-independent one (``log_std``);
-- the algorithm's logged statistics (SB3's logger, written as CSV): for PCL and Trust-PCL ``train/lambda``,
-  ``train/entropy``, ``train/explained_variance``, ``train/kl_to_target``, ``train/mean_abs_consistency``, ...
-
-The summary averages both over blocks of ``--block`` env steps, and ends with a deterministic evaluation.
+What limits an algorithm on a task: one training run of its rl-zoo3 entry (the harness's model and seeding, one torch
+thread), with each training episode's reward split into the env's ``reward_*`` info components, next to the algorithm's
+logged statistics (``train/lambda``, ``train/entropy``, ...), both averaged over blocks of ``--block`` env steps.
 
     python -m benchmarks.diagnose --algo trust_pcl --env Ant-v5 --steps 300000 --out benchmarks/results/mujoco/diagnosis/ant
 
-Writes ``episodes.csv``, ``progress.csv`` (the logger's), ``diagnosis.md`` (the table, with the command, machine,
-date and hyperparameters) and ``diagnosis.png`` to ``--out``.
+Writes ``episodes.csv``, ``progress.csv`` (SB3's CSV logger), ``diagnosis.md`` (the block table, a deterministic
+evaluation at the end, the command, machine and hyperparameters) and ``diagnosis.png`` to ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import datetime
 import json
 import math
 import shlex
@@ -33,7 +20,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,25 +34,13 @@ from benchmarks.reporting import markdown_table, number, saved_figure
 from benchmarks.reporting import steps as format_steps
 
 #: Logged statistics shown in the summary when the algorithm records them (``train/<name>``), in this order
-TRAIN_STATS = (
-    "lambda",
-    "entropy",
-    "kl_to_target",
-    "explained_variance",
-    "mean_abs_consistency",
-    "value_fit_loss",
-    "value_loss",
-    "policy_loss",
-)
+TRAIN_STATS = ("lambda", "entropy", "kl_to_target", "explained_variance", "mean_abs_consistency", "value_fit_loss",
+               "value_loss", "policy_loss")  # fmt: skip
 COMPONENT_PREFIX = "reward_"
 
 
 class EpisodeComponents(BaseCallback):
-    """
-    Record every finished training episode: return and length (the ``Monitor`` wrapper's), ``terminated`` (not cut by
-    the time limit), the sum over its steps of each numeric ``info`` entry named ``reward_*``, and the policy's mean
-    action standard deviation (``exp(log_std)``; NaN for a policy without a state-independent one).
-    """
+    """Record each finished training episode: return, length, terminated, the policy's mean action std, summed ``reward_*``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,25 +50,20 @@ class EpisodeComponents(BaseCallback):
     def _on_training_start(self) -> None:
         self._sums = [collections.defaultdict(float) for _ in range(self.training_env.num_envs)]
 
-    def _policy_std(self) -> float:
-        log_std = getattr(self.model.policy, "log_std", None)
-        return float(log_std.detach().exp().mean()) if log_std is not None else math.nan
-
     def _on_step(self) -> bool:
-        for index, (info, done) in enumerate(zip(self.locals["infos"], self.locals["dones"], strict=True)):
-            sums = self._sums[index]
+        for info, done, sums in zip(self.locals["infos"], self.locals["dones"], self._sums, strict=True):
             for key, value in info.items():
                 if key.startswith(COMPONENT_PREFIX) and isinstance(value, (float, int, np.number)):
                     sums[key] += float(value)
-            episode = info.get("episode")
-            if done and episode is not None:
+            if done and "episode" in info:
+                log_std = getattr(self.model.policy, "log_std", None)  # NaN without a state-independent std
                 self.episodes.append(
                     {
                         "timesteps": float(self.num_timesteps),
-                        "return": float(episode["r"]),
-                        "length": float(episode["l"]),
+                        "return": float(info["episode"]["r"]),
+                        "length": float(info["episode"]["l"]),
                         "terminated": float(not info.get("TimeLimit.truncated", False)),
-                        "policy_std": self._policy_std(),
+                        "policy_std": float(log_std.detach().exp().mean()) if log_std is not None else math.nan,
                         **sums,
                     }
                 )
@@ -129,28 +99,23 @@ def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, st
 
 
 def plot(summary: pd.DataFrame, title: str, path: Path) -> None:
-    """Save the block means: the return and its components, episode length, and each logged statistic, against steps."""
+    """Save the block means against steps: the return with its components, then each other column, one panel each."""
     components = [column for column in summary.columns if column == "return" or column.startswith(COMPONENT_PREFIX)]
     others = [column for column in ("length", "terminated", "policy_std", *TRAIN_STATS) if column in summary.columns]
-    panels = 1 + len(others)
-    cols = 3
-    rows = math.ceil(panels / cols)
-    with saved_figure(path, rows, cols, dpi=90, figsize=(4.2 * cols, 3.0 * rows), squeeze=False) as (figure, axes):
-        steps = summary["steps"]
-        axis = axes[0][0]
+    rows = math.ceil((1 + len(others)) / 3)
+    with saved_figure(path, rows, 3, dpi=90, figsize=(4.2 * 3, 3.0 * rows), squeeze=False) as (figure, axes):
+        panels = list(axes.flat)
         for column in components:
-            axis.plot(steps, summary[column], marker=".", label=column)
-        axis.set_title("episode return and its components")
-        axis.legend(fontsize=7)
-        for index, column in enumerate(others, start=1):
-            axis = axes[index // cols][index % cols]
-            axis.plot(steps, summary[column], marker=".")
+            panels[0].plot(summary["steps"], summary[column], marker=".", label=column)
+        panels[0].set_title("episode return and its components")
+        panels[0].legend(fontsize=7)
+        for axis, column in zip(panels[1:], others, strict=False):
+            axis.plot(summary["steps"], summary[column], marker=".")
             axis.set_title(column)
-        for index in range(panels, rows * cols):
-            axes[index // cols][index % cols].axis("off")
-        for row_axes in axes:
-            for axis in row_axes:
-                axis.set_xlabel("env steps")
+        for axis in panels[1 + len(others) :]:
+            axis.axis("off")
+        for axis in panels:
+            axis.set_xlabel("env steps")
         figure.suptitle(title)
 
 
@@ -198,17 +163,15 @@ def diagnose(
     model = experiment.model
     model.set_logger(configure(str(out), ["csv"]))
     recorder = EpisodeComponents()
-    started = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    started = harness.now()
     clock = time.perf_counter()
     model.learn(total_timesteps=steps, callback=[recorder, *experiment.callbacks])
     seconds = time.perf_counter() - clock
-    evaluation = (math.nan, math.nan)
+    evaluation: Any = (math.nan, math.nan)
     if experiment.eval_env is not None:
         sync_envs_normalization(model.get_env(), experiment.eval_env)  # type: ignore[arg-type]
-        result = evaluate_policy(model, experiment.eval_env, n_eval_episodes=eval_episodes, deterministic=True)
-        evaluation = cast(tuple[float, float], result)
+        evaluation = evaluate_policy(model, experiment.eval_env, n_eval_episodes=eval_episodes, deterministic=True)
     model.logger.close()
-
     episodes = pd.DataFrame(recorder.episodes)
     episodes.to_csv(out / "episodes.csv", index=False)
     progress_path = out / "progress.csv"
@@ -249,9 +212,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--block", type=int, default=None, help="env steps per row of the summary (default steps // 10)")
     parser.add_argument("--eval-episodes", type=int, default=5, help="deterministic evaluation episodes at the end")
     parser.add_argument("--hyperparams-dir", default=None, help="folder searched first for <algo>.yml and variant files")
-    parser.add_argument(
-        "--hyperparams", nargs="+", action=StoreDict, default=None, help="overrides of the entry, as rl-zoo3's: key:value"
-    )
+    parser.add_argument("--hyperparams", nargs="+", action=StoreDict, help="overrides of the entry, as rl-zoo3's: key:value")
     parser.add_argument("--entry", default=None, help="read this key of <algo>.yml whatever the env (e.g. Ant-v5)")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     args = parser.parse_args(argv)
