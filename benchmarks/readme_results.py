@@ -81,20 +81,11 @@ class Runs:
         """:return: Per seed, the return of the last evaluation"""
         return self.frame.groupby("seed")["mean_return"].last()
 
-    def best_at_start(self) -> pd.Series:
-        """:return: Per seed, whether the best evaluation is the one of the untrained policy (step 0)"""
-        best = self.frame.loc[self.frame.groupby("seed")["mean_return"].idxmax()]
-        return best.set_index("seed")["timesteps"] == 0
-
     def first_reaching(self, threshold: float, column: str) -> pd.Series:
         """:return: Per seed, ``column`` at the first evaluation after step 0 with a return >= threshold (NaN if none)"""
         after_start = self.frame[self.frame["timesteps"] > 0]
         reached = after_start[after_start["mean_return"] >= threshold].groupby("seed")[column].first()
         return reached.reindex(self.seeds).astype(float)
-
-    def solved(self, threshold: float) -> int:
-        """:return: How many seeds reach the threshold at some evaluation after step 0"""
-        return int(self.first_reaching(threshold, "timesteps").notna().sum())
 
 
 def number(value: float) -> str:
@@ -163,7 +154,6 @@ class Row:
     baseline_name: str
     baseline: Runs
     quantity: Quantity
-    table: str
     ours_note: str = ""
     baseline_note: str = ""
     #: the Difference cell of a row that compares nothing (instead of the test)
@@ -177,15 +167,10 @@ class Row:
             seeds += f" (baseline {len(baseline)}: {seed_list(self.baseline.seeds)})"
         name = self.algorithm.split(" (")[0]
         verdict = self.no_comparison or difference(ours, baseline, self.quantity, (name, self.baseline_name))
-        cells = [
-            self.algorithm,
-            f"{self.task}: {self.quantity.label}",
-            seeds,
-            summary(ours, self.quantity) + self.ours_note,
-            f"{self.baseline_name} {summary(baseline, self.quantity)}{self.baseline_note}",
-            verdict,
-            self.table,
-        ]
+        ours_cell = summary(ours, self.quantity) + self.ours_note
+        baseline_cell = f"{self.baseline_name} {summary(baseline, self.quantity)}{self.baseline_note}"
+        data = ", ".join(link(folder) for folder in dict.fromkeys((self.ours.folder, self.baseline.folder)))
+        cells = [self.algorithm, f"{self.task}: {self.quantity.label}", seeds, ours_cell, baseline_cell, verdict, data]
         sources = [
             f"{self.algorithm} | {self.task} | {self.quantity.label}: {runs.describe()}, per seed "
             + ", ".join("-" if math.isnan(value) else self.quantity.show(value) for value in values)
@@ -200,8 +185,9 @@ def link(folder: str) -> str:
 
 
 def ant_note() -> str:
-    """:return: TRPO's Ant runs, whose best evaluation is mostly the untrained policy's"""
-    at_start = Runs("mujoco", "trpo", "Ant-v5").best_at_start()
+    """:return: TRPO's Ant runs, whose best evaluation is mostly the untrained policy's (step 0)"""
+    frame = Runs("mujoco", "trpo", "Ant-v5").frame
+    at_start = frame.loc[frame.groupby("seed")["mean_return"].idxmax(), "timesteps"] == 0
     return f"; best evaluation at step 0 on {int(at_start.sum())} of {len(at_start)} seeds"
 
 
@@ -216,29 +202,26 @@ def rows() -> list[Row]:
     steps_to_475 = to_threshold(475.0, "timesteps", "env steps to 475", steps)
     cpu_to_475 = to_threshold(475.0, "cpu_time_s", "CPU seconds of training to 475", lambda value: f"{value:.2g} s")
     classic = [
-        Row("PCL", f"CartPole-v1, {budget}", Runs(fresh, "pcl", "CartPole-v1"), "PPO", Runs(fresh, "ppo", "CartPole-v1"),
-            quantity, link(fresh))
-        for budget, quantity in (("100k", steps_to_475), ("100k", cpu_to_475))
+        Row("PCL", "CartPole-v1, 100k", Runs(fresh, "pcl", "CartPole-v1"), "PPO", Runs(fresh, "ppo", "CartPole-v1"), quantity)
+        for quantity in (steps_to_475, cpu_to_475)
     ] + [
-        Row("PCL", f"{env}, 100k", Runs(ours, "pcl", env), "PPO", Runs(baseline, "ppo", env), FINAL,
-            ", ".join(link(folder) for folder in dict.fromkeys((ours, baseline))))
+        Row("PCL", f"{env}, 100k", Runs(ours, "pcl", env), "PPO", Runs(baseline, "ppo", env), FINAL)
         for env, (ours, baseline) in CLASSIC_FINALS.items()
-    ]  # fmt: skip
-    fixed = "Trust-PCL (fixed λ)"
+    ]
     trust = [
-        Row(fixed, f"{env}, 1M", Runs(mujoco, "trust_pcl", env), "TRPO", Runs(mujoco, "trpo", env), FINAL, link(mujoco))
+        Row("Trust-PCL (fixed λ)", f"{env}, 1M", Runs(mujoco, "trust_pcl", env), "TRPO", Runs(mujoco, "trpo", env), FINAL)
         for env in ("HalfCheetah-v5", "Hopper-v5", "Swimmer-v5", "Walker2d-v5")
-    ] + [
-        Row("Trust-PCL (adaptive λ)", "Ant-v5, 1M", Runs(mujoco, "trust_pcl", "Ant-v5"), "TRPO",
-            Runs(mujoco, "trpo", "Ant-v5"), FINAL, link(mujoco), ours_note="; stands still, does not walk",
-            baseline_note=f"; ends below its untrained policy{ant_note()}", no_comparison="no comparison: neither walks"),
-    ]  # fmt: skip
+    ]
+    ant = Row("Trust-PCL (adaptive λ)", "Ant-v5, 1M", Runs(mujoco, "trust_pcl", "Ant-v5"), "TRPO",
+              Runs(mujoco, "trpo", "Ant-v5"), FINAL, ours_note="; stands still, does not walk",
+              baseline_note=f"; ends below its untrained policy{ant_note()}",
+              no_comparison="no comparison: neither walks")  # fmt: skip
     recurrent_rows = [
         Row("Recurrent PCL", f"{env}, 100k", Runs(recurrent, "recurrent_pcl", env), "RecurrentPPO",
-            Runs(recurrent, "recurrentppo", env), FINAL, link(recurrent))
+            Runs(recurrent, "recurrentppo", env), FINAL)
         for env in ("CartPoleNoVel-v1", "PendulumNoVel-v1")
     ]  # fmt: skip
-    return classic + trust + recurrent_rows
+    return [*classic, *trust, ant, *recurrent_rows]
 
 
 ALGORITHMIC_TASKS = {"sb3_pcl/Copy-v0": 25.0, "sb3_pcl/DuplicatedInput-v0": 9.0, "sb3_pcl/Reverse-v0": 25.0}
@@ -246,31 +229,32 @@ ALGORITHMIC_TASKS = {"sb3_pcl/Copy-v0": 25.0, "sb3_pcl/DuplicatedInput-v0": 9.0,
 
 def algorithmic_rows() -> tuple[list[list[str]], list[str]]:
     """:return: The algorithmic tasks' rows (seeds reaching the threshold; steps to it on Copy) and their sources"""
-    names = {"urex": "UREX", "reinforce": "Reinforce"}
-    solved = {algo: [Runs("algorithmic", algo, env).solved(value) for env, value in ALGORITHMIC_TASKS.items()]
-              for algo in names}  # fmt: skip
-    counts = {algo: ", ".join(f"{count}/3" for count in values) for algo, values in solved.items()}
     tasks = " / ".join(env.split("/")[1].removesuffix("-v0") for env in ALGORITHMIC_TASKS)
-    sources = [
-        f"UREX, Reinforce | {tasks} | seeds reaching the threshold: {runs.describe()}, steps to it per seed "
-        + ", ".join("-" if math.isnan(value) else steps(value) for value in runs.first_reaching(threshold, "timesteps"))
-        for algo in names
-        for env, threshold in ALGORITHMIC_TASKS.items()
-        for runs in [Runs("algorithmic", algo, env)]
-    ]
-    copy = {algo: Runs("algorithmic", algo, "sb3_pcl/Copy-v0").first_reaching(25.0, "timesteps") for algo in names}
+    counts, sources = {}, []
+    for algo in ("urex", "reinforce"):
+        reaching = []
+        for env, threshold in ALGORITHMIC_TASKS.items():
+            runs = Runs("algorithmic", algo, env)
+            first = runs.first_reaching(threshold, "timesteps")
+            reaching.append(f"{int(first.notna().sum())}/3")
+            sources.append(
+                f"UREX, Reinforce | {tasks} | seeds reaching the threshold: {runs.describe()}, steps to it per seed "
+                + ", ".join(map(steps, first))
+            )
+        counts[algo] = ", ".join(reaching)
+    copy = {algo: Runs("algorithmic", algo, "sb3_pcl/Copy-v0") for algo in ("urex", "reinforce")}
+    medians = {algo: steps(float(runs.first_reaching(25.0, "timesteps").median())) for algo, runs in copy.items()}
     sources += [
-        f"Reinforce | Copy | steps to 25: {Runs('algorithmic', algo, 'sb3_pcl/Copy-v0').describe()}, per seed "
-        + ", ".join(steps(value) for value in values)
-        for algo, values in copy.items()
+        f"Reinforce | Copy | steps to 25: {runs.describe()}, per seed "
+        + ", ".join(map(steps, runs.first_reaching(25.0, "timesteps")))
+        for runs in copy.values()
     ]
     table = link("algorithmic")
     return [
         ["UREX", f"{tasks}, 5M: seeds reaching gym's threshold", "3: 0-2", counts["urex"],
          f"Reinforce {counts['reinforce']}", "3 seeds: no test", table],
-        ["Reinforce (MENT)", "Copy, 5M: env steps to the threshold", "3: 0-2",
-         f"median {steps(float(copy['reinforce'].median()))}", f"UREX median {steps(float(copy['urex'].median()))}",
-         "3 seeds: no test", table],
+        ["Reinforce (MENT)", "Copy, 5M: env steps to the threshold", "3: 0-2", f"median {medians['reinforce']}",
+         f"UREX median {medians['urex']}", "3 seeds: no test", table],
     ], sources  # fmt: skip
 
 

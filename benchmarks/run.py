@@ -1,16 +1,9 @@
 """
 The grid command: train every algorithm x env x seed with a step or CPU-time budget into one folder, then write its
-``results.md`` and plots (benchmarks/README.md has the options and more examples)::
+``results.md`` and plots (benchmarks/README.md has the options and examples; ``--summary-only`` rebuilds them).
 
-    python -m benchmarks.run --algos pcl trust_pcl ppo a2c trpo --envs CartPole-v1 Acrobot-v1 --seeds 0 1 2 \\
-        --steps 100000 --eval-freq 5000 --eval-episodes 10 --workers 2 --out benchmarks/runs/classic
-
-    # rebuild results.md and the plots of a folder from its evaluations.csv
-    python -m benchmarks.run --summary-only --out benchmarks/results/classic
-
-A grid is a campaign given on the command line: its runs are stored and resumed as :mod:`benchmarks.campaign`'s are
-(rows in ``evaluations.csv`` after each evaluation, ``run_metadata.json`` when a run ends, ``runs/<run>.err`` when it
-fails). A folder holding committed files or an earlier invocation's results is refused without ``--force``
+A grid is a campaign given on the command line: its runs are stored and resumed as :mod:`benchmarks.campaign`'s are.
+A folder holding committed files or an earlier invocation's results is refused without ``--force``
 (``--skip-existing`` resumes an uncommitted one).
 """
 
@@ -18,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import logging
 import os
 import shlex
@@ -76,8 +70,8 @@ def git_tracked_files(folder: str | Path) -> list[str]:
 
 def refusal_to_write(out: str | Path, skip_existing: bool) -> str | None:
     """
-    Say why a grid must not write into ``out`` without ``--force``: committed files there (results that a run would
-    rewrite, even when resuming), or the results of an earlier invocation (unless resuming with ``--skip-existing``).
+    Say why a grid must not write into ``out`` without ``--force``: committed files there (even when resuming), or the
+    results of an earlier invocation (unless resuming with ``--skip-existing``).
 
     :param out: The ``--out`` folder
     :param skip_existing: Whether ``--skip-existing`` was given
@@ -117,32 +111,26 @@ def run_grid(
     **settings: Any,
 ) -> pd.DataFrame:
     """
-    Run every (algo, env, seed) as a campaign given on the command line (:func:`benchmarks.campaign.run_campaign`:
-    the invocation in ``config.json``, each run's rows in ``evaluations.csv`` as it goes, ``run_metadata.json`` when it
-    ends, failures in ``runs/<run>.err``), then write ``results.md`` and the plots (:func:`benchmarks.summary.write_summary`).
+    Run every (algo, env, seed) as a campaign given on the command line (:func:`benchmarks.campaign.run_campaign`),
+    then write ``results.md`` and the plots (:func:`benchmarks.summary.write_summary`).
 
     :param workers: Local worker processes, or CPUs of a new local Ray instance (default: ``os.cpu_count()``)
-    :param backend: ``local``: a pool of ``workers`` processes on this machine; ``ray``: one Ray task of one CPU per
-        run, on a new local Ray instance of ``workers`` CPUs or on the cluster at ``address`` (results and failures are
-        written here either way)
-    :param address: With ``ray``: ``auto`` or ``HOST:PORT`` of a running cluster's head
-    :param checkpoint_root: Give every run checkpoints under this folder
-        (:func:`benchmarks.harness.run_checkpoint_dir`), written every ``checkpoint_every`` CPU seconds; a run started
-        again resumes from its last one
-    :param settings: The run options of :class:`benchmarks.harness.RunTask` (``steps`` and ``eval_freq`` required).
-        With ``cpu_budget`` (CPU seconds of training per run), ``steps`` is a cap (``TIME_BUDGET_STEP_CAP`` for none)
     :param skip_existing: Skip the runs already finished in ``out_dir`` (else run every run again)
+    :param backend: ``local`` (a pool of processes) or ``ray`` (one Ray task of one CPU per run)
+    :param address: With ``ray``: ``auto`` or ``HOST:PORT`` of a running cluster's head (default: a new local instance)
+    :param checkpoint_root: Give every run checkpoints under this folder (:func:`benchmarks.harness.run_checkpoint_dir`)
+    :param settings: The run options of :class:`benchmarks.harness.RunTask` (``steps`` and ``eval_freq`` required)
     :return: All evaluations in ``out_dir``
     :raises ValueError: for bad settings, before anything is written
     """
     if backend not in backends.BACKENDS:
         raise ValueError(f"backend must be one of {backends.BACKENDS}, got {backend!r}")
     if address is not None and backend != "ray":
-        raise ValueError(f"address {address!r} is only used by the ray backend, not by {backend!r}")
+        raise ValueError(f"--address needs --backend ray: {address!r} is only used by the ray backend, not by {backend!r}")
     if address is not None:
         backends.parse_ray_address(address)
     if backend == "ray" and settings.get("device", "cpu") != "cpu":
-        raise ValueError(f"the ray backend gives each run one CPU and no GPU: device must be cpu, not {settings['device']!r}")
+        raise ValueError(f"--backend ray gives each run one CPU and no GPU: --device must be cpu, not {settings['device']!r}")
     algos, envs, seeds = list(algos), list(envs), [int(seed) for seed in seeds]
     if not algos or not envs or not seeds:
         raise ValueError("algos, envs and seeds must not be empty")
@@ -158,33 +146,26 @@ def run_grid(
         get_algorithm_class(algo)
         if split_variant(algo)[1] is not None:
             variant_overrides_path(algo, template.hyperparams_dir)
-    tasks = [
-        dataclasses.replace(
-            template,
-            algo=algo,
-            env=env,
-            seed=seed,
-            threshold=(thresholds or {}).get(env),
-            checkpoint_dir=None if checkpoint_root is None else run_checkpoint_dir(checkpoint_root, out, algo, env, seed),
-        )
-        for env in envs
-        for algo in algos
-        for seed in seeds
-    ]
-    workers = workers or os.cpu_count() or 1
+    thresholds = dict(thresholds or {})
+    tasks = []
+    for env, algo, seed in itertools.product(envs, algos, seeds):
+        run: dict[str, Any] = {"algo": algo, "env": env, "seed": seed, "threshold": thresholds.get(env)}
+        if checkpoint_root is not None:
+            run["checkpoint_dir"] = run_checkpoint_dir(checkpoint_root, out, algo, env, seed)
+        tasks.append(dataclasses.replace(template, **run))
     per_run = ("algo", "env", "seed", "out_dir", "threshold")
-    recorded: dict[str, Any] = {
+    options = {key: value for key, value in _task_options(template).items() if key not in per_run}
+    recorded = {
         "algos": algos,
         "envs": envs,
         "seeds": seeds,
-        **{key: value for key, value in _task_options(template).items() if key not in per_run},
+        **options,
         "skip_existing": skip_existing,
-        "thresholds": dict(thresholds or {}),
+        "thresholds": thresholds,
     }
-    grid = campaign.Campaign(out, out, tuple(tasks))
     results = campaign.run_campaign(
-        grid,
-        workers,
+        campaign.Campaign(out, out, tuple(tasks)),
+        workers or os.cpu_count() or 1,
         backend,
         address,
         command,
@@ -200,138 +181,40 @@ def run_grid(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """
-    :return: The argument parser of ``python -m benchmarks.run``
-    """
+    """:return: The argument parser of ``python -m benchmarks.run`` (benchmarks/README.md explains the options)"""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.run",
         description="Benchmark RL algorithms on a grid algo x env x seed with a step budget and periodic evaluation.",
     )
-    parser.add_argument(
-        "--algos",
-        nargs="+",
-        default=[],
-        help=f"algorithms, among: {', '.join(ALGORITHMS)}; or variants <algo>+<name> (overrides in <algo>+<name>.yml)",
-    )
-    parser.add_argument("--envs", nargs="+", default=[], help="Gymnasium env ids")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="random seeds (default: 0 1 2)")
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=None,
-        help="step budget per run (total env steps over parallel envs); with --cpu-budget an optional cap",
-    )
-    parser.add_argument(
-        "--cpu-budget",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="stop each run when the process CPU time of its training (env stepping included, evaluation excluded) "
-        "reaches SECONDS; progress-based schedules (lin_*) follow it; also evaluated at 25%% and 50%% of it",
-    )
-    parser.add_argument(
-        "--eval-cpu-seconds",
-        type=float,
-        default=None,
-        metavar="S",
-        help="also evaluate each time the training CPU time passes a multiple of S seconds",
-    )
-    parser.add_argument(
-        "--checkpoint-every",
-        type=float,
-        default=None,
-        metavar="S",
-        help="save a checkpoint of each run every S CPU seconds of training (under --checkpoint-dir); a run started "
-        "again resumes from its last checkpoint (use with --skip-existing to resume a folder)",
-    )
-    parser.add_argument(
-        "--checkpoint-dir",
-        default=None,
-        metavar="DIR",
-        help=f"folder of the checkpoints (default: ${CHECKPOINT_DIR_ENV}, else ~/.cache/sb3_pcl/checkpoints)",
-    )
-    parser.add_argument(
-        "--eval-freq",
-        type=int,
-        default=None,
-        help="evaluation interval in env steps (default: steps // 20; with --cpu-budget and no --steps: none)",
-    )
-    parser.add_argument("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation (default: 10)")
-    parser.add_argument(
-        "--metric",
-        choices=("eval", "train"),
-        default="eval",
-        help="eval: deterministic evaluation episodes (default); train: mean return of the last 100 training episodes "
-        "(gym's 'solved' criterion of the algorithmic tasks), with their curriculum length",
-    )
-    parser.add_argument(
-        "--stop-at-threshold",
-        action="store_true",
-        help="end each run at its first evaluation that reaches the reward threshold (measures steps to threshold)",
-    )
-    parser.add_argument("--no-initial-eval", action="store_true", help="do not evaluate the untrained policy at step 0")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="parallel worker processes, or CPUs of the local Ray instance (default: os.cpu_count())",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=backends.BACKENDS,
-        default="local",
-        help="local: worker processes on this machine (default); ray: one Ray task of one CPU per run, on a local Ray "
-        'instance of --workers CPUs or on the cluster at --address (needs pip install -e ".[ray]")',
-    )
-    parser.add_argument(
-        "--address",
-        default=None,
-        help="with --backend ray: HOST:PORT of a running Ray cluster's head (ray start --head), or auto",
-    )
-    parser.add_argument("--out", default="benchmarks/runs/latest", help="output folder (default: benchmarks/runs/latest)")
-    parser.add_argument("--device", default="cpu", help="PyTorch device of the models (default: cpu)")
-    parser.add_argument(
-        "--vec-env",
-        choices=VEC_ENV_TYPES,
-        default=None,
-        help="VecEnv class of every run (default: each entry's vec_env_class, else dummy); algorithmic: "
-        "sb3_pcl.envs.AlgorithmicVecEnv, the same results as dummy on the algorithmic tasks, faster",
-    )
-    parser.add_argument(
-        "--hyperparams-dir",
-        default=None,
-        help="folder with <algo>.yml files overriding rl_zoo3's and the repository's hyperparams/ (falls back per file)",
-    )
-    parser.add_argument(
-        "--zoo-v4-entries",
-        action="store_true",
-        help="a baseline whose file has no entry for a -v5 env reads its -v4 entry (rl-zoo3 tunes SAC, TD3, TRPO... on "
-        "the v4 MuJoCo tasks only); the source entry is recorded",
-    )
-    parser.add_argument(
-        "--threshold",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="ENV=VALUE",
-        help="reward threshold overrides (default: the env's spec.reward_threshold)",
-    )
-    parser.add_argument("--skip-existing", action="store_true", help="resume: skip runs that already have results in --out")
-    parser.add_argument("--summary-only", action="store_true", help="only rebuild results.md and the plots from the CSVs")
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="write into --out even when it holds committed files or an earlier invocation's results (refused "
-        "otherwise; --skip-existing resumes an uncommitted folder without it)",
-    )
-    parser.add_argument(
-        "--gym-packages",
-        nargs="+",
-        default=[],
-        help="modules imported in every worker before creating envs (to register custom envs)",
-    )
-    parser.add_argument("--fresh-process-per-run", action="store_true", help="start a new worker process for every run")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only log warnings")
+    add = parser.add_argument
+    add("--algos", nargs="+", default=[], help=f"among {', '.join(ALGORITHMS)}, or variants <algo>+<name>")
+    add("--envs", nargs="+", default=[], help="Gymnasium env ids")
+    add("--seeds", nargs="+", type=int, default=[0, 1, 2], help="random seeds (default: 0 1 2)")
+    add("--steps", type=int, default=None, help="env steps per run (with --cpu-budget: an optional cap)")
+    add("--cpu-budget", type=float, default=None, metavar="SECONDS", help="training CPU seconds per run")
+    add("--eval-cpu-seconds", type=float, default=None, metavar="S", help="also evaluate every S training CPU seconds")
+    add("--checkpoint-every", type=float, default=None, metavar="S", help="checkpoint each run every S CPU seconds")
+    add("--checkpoint-dir", default=None, metavar="DIR", help=f"checkpoint folder (default: ${CHECKPOINT_DIR_ENV})")
+    add("--eval-freq", type=int, default=None, help="evaluation interval in env steps (default: steps // 20)")
+    add("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation (default: 10)")
+    add("--metric", choices=("eval", "train"), default="eval", help="eval: evaluation episodes; train: last 100 training")
+    add("--stop-at-threshold", action="store_true", help="end each run when it reaches the reward threshold")
+    add("--no-initial-eval", action="store_true", help="do not evaluate the untrained policy at step 0")
+    add("--workers", type=int, default=None, help="worker processes, or CPUs of a local Ray (default: all cores)")
+    add("--backend", choices=backends.BACKENDS, default="local", help="local processes (default) or ray tasks")
+    add("--address", default=None, help="with --backend ray: HOST:PORT of the cluster's head, or auto")
+    add("--out", default="benchmarks/runs/latest", help="output folder (default: benchmarks/runs/latest)")
+    add("--device", default="cpu", help="PyTorch device of the models (default: cpu)")
+    add("--vec-env", choices=VEC_ENV_TYPES, default=None, help="VecEnv class (default: the entry's, else dummy)")
+    add("--hyperparams-dir", default=None, help="folder searched first for <algo>.yml files")
+    add("--zoo-v4-entries", action="store_true", help="baselines without a -v5 entry read their -v4 one")
+    add("--threshold", nargs="+", action="extend", default=[], metavar="ENV=VALUE", help="reward threshold overrides")
+    add("--skip-existing", action="store_true", help="resume: skip the runs finished in --out")
+    add("--summary-only", action="store_true", help="only rebuild results.md and the plots from the CSVs")
+    add("--force", action="store_true", help="write into --out even when it holds committed or earlier results")
+    add("--gym-packages", nargs="+", default=[], help="modules imported in every worker before creating envs")
+    add("--fresh-process-per-run", action="store_true", help="start a new worker process for every run")
+    add("-q", "--quiet", action="store_true", help="only log warnings")
     return parser
 
 
@@ -347,23 +230,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         thresholds = parse_thresholds(args.threshold)
     except ValueError as exc:
         parser.error(str(exc))
-    if argv is None:
-        command = shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
-    else:
-        command = shlex.join(["python", "-m", "benchmarks.run", *argv])
-
     if args.summary_only:
         logger.info("Wrote %s", write_summary(args.out, thresholds))
         return 0
-
     if not args.algos or not args.envs or (args.steps is None and args.cpu_budget is None):
         parser.error("--algos, --envs and --steps (or --cpu-budget) are required unless --summary-only is given")
     if args.checkpoint_dir is not None and args.checkpoint_every is None:
         parser.error("--checkpoint-dir needs --checkpoint-every")
-    if args.backend != "ray" and args.address is not None:
-        parser.error("--address needs --backend ray")
-    if args.backend == "ray" and args.device != "cpu":
-        parser.error(f"--backend ray gives each run one CPU and no GPU: --device must be cpu, not {args.device!r}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     refusal = None if args.force else refusal_to_write(args.out, args.skip_existing)
@@ -375,6 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.checkpoint_every is not None:
         checkpoints = {"checkpoint_root": args.checkpoint_dir or default_checkpoint_root()}
         checkpoints["checkpoint_every"] = args.checkpoint_every
+    if argv is None:
+        command = shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
+    else:
+        command = shlex.join(["python", "-m", "benchmarks.run", *argv])
     try:
         frame = run_grid(
             args.algos,

@@ -17,20 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks import reporting
+from benchmarks import harness, reporting
 from benchmarks.algorithms import ALGORITHMS, VARIANT_SEPARATOR, split_variant
 from benchmarks.checkpoint import write_atomically
-from benchmarks.harness import (
-    CONFIG_FILENAME,
-    RUN_METADATA_FILENAME,
-    RUNS_DIRNAME,
-    SUMMARY_FILENAME,
-    TIME_BUDGET_STEP_CAP,
-    TIME_FRACTIONS,
-    _spec_reward_threshold,
-    read_json,
-    safe_name,
-)
+from benchmarks.harness import RUNS_DIRNAME, TIME_BUDGET_STEP_CAP, TIME_FRACTIONS, safe_name
 from benchmarks.reporting import markdown_table, number
 from benchmarks.reporting import steps as format_steps
 from benchmarks.store import read_evaluations
@@ -52,17 +42,8 @@ def threshold_crossings(frame: pd.DataFrame, threshold: float | None, exclude_in
         run = run.sort_values("timesteps")
         run = run[run["timesteps"] > 0] if exclude_initial else run
         hits = run[run["mean_return"] >= threshold] if threshold is not None else run.iloc[0:0]
-        first = hits.iloc[0] if len(hits) else None
-        rows.append(
-            {
-                "algo": algo,
-                "env": env,
-                "seed": seed,
-                "reached": first is not None,
-                "timesteps": math.nan if first is None else float(first["timesteps"]),
-                "wall_time_s": math.nan if first is None else float(first["wall_time_s"]),
-            }
-        )
+        first = hits.iloc[0] if len(hits) else {"timesteps": math.nan, "wall_time_s": math.nan}
+        rows.append((algo, env, seed, len(hits) > 0, float(first["timesteps"]), float(first["wall_time_s"])))
     return pd.DataFrame(rows, columns=["algo", "env", "seed", "reached", "timesteps", "wall_time_s"])
 
 
@@ -120,19 +101,20 @@ def resolve_thresholds(
     run_metadata: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, tuple[float | None, str]]:
     """:return: Per env its threshold and the source: ``override``, ``env spec`` (or recorded with the runs) or ``none``"""
-    recorded = {
-        meta["env"]: float(meta["reward_threshold"])
-        for meta in (run_metadata or {}).values()
-        if meta.get("reward_threshold") is not None
-    }
+    overrides = overrides or {}
+    metas = (run_metadata or {}).values()
+    recorded = {meta["env"]: float(meta["reward_threshold"]) for meta in metas if meta.get("reward_threshold") is not None}
     resolved: dict[str, tuple[float | None, str]] = {}
     for env in envs:
-        if env in (overrides or {}):
-            resolved[env] = (float(overrides[env]), "override")  # type: ignore[index]
-        else:
-            threshold = recorded.get(env, _spec_reward_threshold(env))
-            resolved[env] = (threshold, "env spec") if threshold is not None else (None, "none")
+        threshold = float(overrides[env]) if env in overrides else recorded.get(env, harness._spec_reward_threshold(env))
+        source = "override" if env in overrides else "none" if threshold is None else "env spec"
+        resolved[env] = (threshold, source)
     return resolved
+
+
+def _cpu_budgets(metas: Iterable[Mapping[str, Any]]) -> list[float]:
+    """:return: The distinct CPU budgets (seconds of training) of runs or invocations, sorted"""
+    return sorted({float(meta["cpu_budget"]) for meta in metas if meta.get("cpu_budget")})
 
 
 def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
@@ -142,31 +124,34 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
     :return: Its cells in the *Runs* table of ``results.md``
     """
     machine = invocation.get("machine") or {}
-    blocks = invocation.get("kept") or [
-        {"algo": algo, "envs": invocation.get("envs", [])} for algo in invocation.get("algos", [])
-    ]
+    asked = invocation.get("envs", [])
+    blocks = invocation.get("kept") or [{"algo": algo, "envs": asked} for algo in invocation.get("algos", [])]
     algos = []
     for block in blocks:
-        name = block["algo"] + (
-            f" as {block['reported_as']}" if block.get("reported_as", block["algo"]) != block["algo"] else ""
-        )
-        partial = set(block["envs"]) != set(invocation.get("envs", []))
-        algos.append(name + (f" ({', '.join(block['envs'])})" if partial else ""))
-    envs = _ordered({env for block in blocks for env in block["envs"]}, invocation.get("envs"))
+        name = block["algo"]
+        if block.get("reported_as", name) != name:
+            name += f" as {block['reported_as']}"
+        if set(block["envs"]) != set(asked):
+            name += f" ({', '.join(block['envs'])})"
+        algos.append(name)
+    envs = _ordered({env for block in blocks for env in block["envs"]}, asked)
     seeds = sorted({seed for block in blocks for seed in block.get("seeds", invocation.get("seeds", []))})
-    eval_freq, cap = invocation.get("eval_freq") or 0, invocation.get("steps") or TIME_BUDGET_STEP_CAP
-    budget = _cpu_budget(invocation)
-    no_step_evaluations = budget is not None and eval_freq >= cap  # none before the step cap
-    schedule = [] if no_step_evaluations else [f"{invocation.get('eval_freq')} steps"]
-    if budget is not None:
+    steps, eval_freq = invocation.get("steps"), invocation.get("eval_freq")
+    budget, schedule = str(steps), [f"{eval_freq} steps"]
+    if invocation.get("cpu_budget"):
+        budget = f"{float(invocation['cpu_budget']):g} CPU-s of training"
+        if steps is not None and int(steps) < TIME_BUDGET_STEP_CAP:
+            budget += f", at most {format_steps(float(steps))} steps"
+        if (eval_freq or 0) >= (steps or TIME_BUDGET_STEP_CAP):
+            schedule = []  # no evaluation on the step grid before the step cap
         schedule.append(", ".join(f"{fraction:.0%}" for fraction in TIME_FRACTIONS if fraction < 1) + " of the budget")
     if invocation.get("eval_cpu_seconds") is not None:
         schedule.append(f"{invocation['eval_cpu_seconds']:g} CPU-s")
-    evaluation = f"every {' and '.join(schedule)}, " + (
-        "last 100 training episodes"
-        if invocation.get("metric", "eval") == "train"
-        else f"{invocation.get('n_eval_episodes')} deterministic episodes"
-    )
+    if invocation.get("metric", "eval") == "train":
+        episodes = "last 100 training episodes"
+    else:
+        episodes = f"{invocation.get('n_eval_episodes')} deterministic episodes"
+    evaluation = f"every {' and '.join(schedule)}, {episodes}"
     if invocation.get("stop_at_threshold"):
         evaluation += ", stop at threshold"
     versions = [f"{name} {machine[name]}" for name in ("torch", "stable-baselines3", "rl_zoo3") if name in machine]
@@ -175,35 +160,12 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
         "; ".join(algos),
         ", ".join(envs),
         " ".join(map(str, seeds)),
-        _budget(invocation.get("steps"), budget),
+        budget,
         evaluation,
         f"{machine.get('cpu', 'unknown')}; {machine.get('cores', '?')} cores",
         ", ".join([f"git {machine.get('git', 'unknown')}", *versions]),
         f"{invocation.get('started', '?')} - {invocation.get('finished') or 'not recorded'}",
     ]
-
-
-def _cpu_budget(options: Mapping[str, Any]) -> float | None:
-    """:return: The CPU budget (seconds of training) of a run's metadata or of an invocation of ``config.json``"""
-    return float(options["cpu_budget"]) if options.get("cpu_budget") else None
-
-
-def _cpu_budgets(metas: Iterable[Mapping[str, Any]]) -> list[float]:
-    """:return: The distinct CPU budgets of runs, sorted"""
-    return sorted({budget for budget in map(_cpu_budget, metas) if budget is not None})
-
-
-def _evaluated_on_the_cpu_clock(meta: Mapping[str, Any]) -> bool:
-    """:return: Whether a run was evaluated at CPU-time marks (its CPU budget's fractions, ``eval_cpu_seconds``)"""
-    return bool(meta.get("cpu_budget") or meta.get("eval_cpu_seconds"))
-
-
-def _budget(steps: Any, budget: float | None) -> str:
-    """:return: A budget as ``512`` (steps), ``3600 CPU-s of training`` or ``3600 CPU-s of training, at most 1M steps``"""
-    if budget is None:
-        return str(steps)
-    cap = f", at most {format_steps(float(steps))} steps" if steps is not None and int(steps) < TIME_BUDGET_STEP_CAP else ""
-    return f"{budget:g} CPU-s of training{cap}"
 
 
 #: The columns of the tables of returns at marks of a clock (:func:`marks_rows`)
@@ -262,7 +224,7 @@ def _equal_cpu_time_lines(frame: pd.DataFrame, metas: Sequence[Mapping[str, Any]
     for algo in algos:
         algo_metas = [meta for meta in metas if meta.get("algo") == algo]
         for budget in _cpu_budgets(algo_metas):
-            seeds = {meta.get("seed") for meta in algo_metas if _cpu_budget(meta) == budget}
+            seeds = {meta.get("seed") for meta in algo_metas if meta.get("cpu_budget") == budget}
             runs = frame[(frame["algo"] == algo) & frame["seed"].isin(seeds)]
             marks = [fraction * budget for fraction in TIME_FRACTIONS]
             rows += marks_rows(runs, algo, "cpu_time_s", marks, lambda mark: f"{mark:g} CPU-s")
@@ -276,6 +238,29 @@ def _algo_order(name: str) -> tuple[bool, int, str]:
     return (spec is None or spec.zoo_hyperparams, list(ALGORITHMS).index(base) if spec else 0, variant or "")
 
 
+def _algo_cells(algo: str, row: pd.Series, runs: Sequence[Mapping[str, Any]], threshold: float | None) -> list[str]:
+    """:return: The cells of an algorithm's row in an env's table of ``results.md`` (``runs``: its run metadata)"""
+    n_reached, n_seeds = int(row["n_reached"]), int(row["n_seeds"])
+    step_budgets = sorted({int(meta["steps"]) for meta in runs if meta.get("steps") and not meta.get("cpu_budget")})
+    budgets = [format_steps(steps) for steps in step_budgets] + [f"{budget:g} CPU-s" for budget in _cpu_budgets(runs)]
+    to_threshold, reached = "-", "-"
+    if threshold is not None:
+        to_threshold = format_steps(row["steps_to_threshold"]) if n_reached == n_seeds else "n/a"
+        reached = f"{n_reached}/{n_seeds}: {', '.join(map(format_steps, row['crossings'].values()))}"
+    return [
+        algo,
+        str(n_seeds),
+        ", ".join(budgets) or "?",
+        ", ".join(sorted({meta.get("metric", "eval") for meta in runs})) or "?",
+        f"{number(row['final_mean'])} ± {number(row['final_std'])}",
+        " / ".join(number(value) for value in row["finals"].values()),
+        number(row["best_mean"]),
+        to_threshold,
+        reached,
+        "-" if math.isnan(row["fps"]) else f"{row['fps']:.0f}",
+    ]
+
+
 def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = None) -> Path:
     """
     Write ``out_dir/results.md`` (one table per env, then the invocations of ``config.json``) and ``out_dir/<env>.png``.
@@ -287,73 +272,51 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
     """
     out = Path(out_dir)
     frame = read_evaluations(out).sort_values(["env", "algo", "seed", "timesteps"], kind="stable")
-    config = read_json(out / CONFIG_FILENAME, {"invocations": []})
+    config = harness.read_json(out / harness.CONFIG_FILENAME, {"invocations": []})
     if thresholds:
         config["thresholds"] = {**config.get("thresholds", {}), **thresholds}
-        write_atomically(out / CONFIG_FILENAME, json.dumps(config, indent=2) + "\n")
+        write_atomically(out / harness.CONFIG_FILENAME, json.dumps(config, indent=2) + "\n")
     invocations = config.get("invocations", [])
-    metadata = read_json(out / RUN_METADATA_FILENAME, {})
+    metadata = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
     overrides: dict[str, float] = {}
     for invocation in [*invocations, config]:
         overrides.update(invocation.get("thresholds") or {})
     envs = _ordered(frame["env"].unique(), [env for invocation in invocations for env in invocation.get("envs", [])])
     algos = sorted(frame["algo"].unique(), key=_algo_order)
     resolved = resolve_thresholds(envs, overrides, metadata)
-    summary = summarize_results(frame, {env: value for env, (value, _) in resolved.items()})
+    threshold_values = {env: value for env, (value, _) in resolved.items()}
+    summary = summarize_results(frame, threshold_values)
+    timed_envs = {meta["env"] for meta in metadata.values() if meta.get("cpu_budget") or meta.get("eval_cpu_seconds")}
 
     lines = [f"# Benchmark results: `{out.name}`", ""] + ([config["notes"], ""] if config.get("notes") else [])
     lines += [
         "Final: last evaluation (eval: deterministic episodes on a separate env; train: mean of the last 100 training "
         "episodes), mean ± std over seeds, then per seed. Best: mean over seeds of each seed's best evaluation. To "
-        "threshold: first evaluation after step 0 reaching it, median over seeds (n/a unless every seed does). "
-        "Reached: how many seeds did, and when, per seed. FPS: "
-        "training steps per second (evaluation excluded), mean over seeds; it compares only runs made on the same "
-        "machine. Curriculum (algorithmic tasks): the curriculum length at the last evaluation, mean [min, max] over seeds.",
+        "threshold: first evaluation after step 0 reaching it, median over seeds (n/a unless every seed does). Reached: "
+        "how many seeds did, and when, per seed. FPS: training steps per second (evaluation excluded), mean over seeds; it "
+        "compares only runs made on the same machine. Curriculum (algorithmic tasks): the curriculum length at the last "
+        "evaluation, mean [min, max] over seeds.",
         "",
     ]
-    timed_envs = {meta["env"] for meta in metadata.values() if _evaluated_on_the_cpu_clock(meta)}
-    if any(_cpu_budget(meta) for meta in metadata.values()):
+    if _cpu_budgets(metadata.values()):
         lines += [
             "Equal CPU time (runs with a budget of process CPU time of training, env stepping included, evaluation "
-            "excluded; Steps then gives it in CPU-s): at 25%, 50% and 100% of the budget, each seed's first "
-            "evaluation at or after that much training CPU time (the runs are evaluated there; a seed that ended "
-            "before, at its step cap, shows -), their mean and a percentile bootstrap 95% interval of the mean over "
-            f"seeds ({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation.",
+            "excluded; Steps then gives it in CPU-s): at 25%, 50% and 100% of the budget, each seed's first evaluation at "
+            "or after that much training CPU time (the runs are evaluated there; a seed that ended before, at its step "
+            "cap, shows -), their mean and a percentile bootstrap 95% interval of the mean over seeds "
+            f"({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation.",
             "",
         ]
     for env in envs:
         threshold, source = resolved[env]
         lines += [f"## {env} ({f'threshold {threshold:g}, {source}' if threshold is not None else 'no reward threshold'})", ""]
         env_summary = summary[summary["env"] == env].set_index("algo")
+        env_metas = [meta for meta in metadata.values() if meta.get("env") == env]
         with_curriculum = bool(env_summary["curriculum_final"].notna().any())
         rows = []
         for algo in [algo for algo in algos if algo in env_summary.index]:
-            row = env_summary.loc[algo]
-            runs = [meta for meta in metadata.values() if meta.get("algo") == algo and meta.get("env") == env]
-            n_reached, n_seeds = int(row["n_reached"]), int(row["n_seeds"])
-            cells = [
-                algo,
-                str(n_seeds),
-                ", ".join(
-                    [
-                        format_steps(steps)
-                        for steps in sorted(
-                            {int(meta["steps"]) for meta in runs if meta.get("steps") and not _cpu_budget(meta)}
-                        )
-                    ]
-                    + [f"{budget:g} CPU-s" for budget in _cpu_budgets(runs)]
-                )
-                or "?",
-                ", ".join(sorted({meta.get("metric", "eval") for meta in runs})) or "?",
-                f"{number(row['final_mean'])} ± {number(row['final_std'])}",
-                " / ".join(number(value) for value in row["finals"].values()),
-                number(row["best_mean"]),
-                format_steps(row["steps_to_threshold"]) if n_reached == n_seeds else "n/a" if threshold is not None else "-",
-                f"{n_reached}/{n_seeds}: {', '.join(map(format_steps, row['crossings'].values()))}"
-                if threshold is not None
-                else "-",
-                "-" if math.isnan(row["fps"]) else f"{row['fps']:.0f}",
-            ]
+            row, runs = env_summary.loc[algo], [meta for meta in env_metas if meta.get("algo") == algo]
+            cells = _algo_cells(algo, row, runs, threshold)
             if with_curriculum:
                 final, low, high = row["curriculum_final"], row["curriculum_min"], row["curriculum_max"]
                 cells.append("-" if math.isnan(final) else f"{final:.1f} [{low:.0f}, {high:.0f}]")
@@ -362,9 +325,7 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         columns = ["Algorithm", "Seeds", "Steps", "Metric", "Final", "Final per seed", "Best", "To threshold", "Reached"]
         columns += ["FPS"] + ["Curriculum"] * with_curriculum + ["Hyperparameters"]
         lines += [*markdown_table(columns, rows), "", f"![{env}]({safe_name(env)}.png)", ""]
-        lines += _equal_cpu_time_lines(
-            frame[frame["env"] == env], [meta for meta in metadata.values() if meta.get("env") == env], algos
-        )
+        lines += _equal_cpu_time_lines(frame[frame["env"] == env], env_metas, algos)
         if env in timed_envs:
             lines += [f"![{env} against training seconds]({safe_name(env)}{SECONDS_PLOT_SUFFIX}.png)", ""]
 
@@ -377,12 +338,11 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
         lines.append("")
     header = ["Command", "Algorithms", "Envs", "Seeds", "Steps", "Evaluation", "Machine", "Software", "Date (UTC)"]
     lines += ["## Runs", "", *markdown_table(header, [_invocation_row(invocation) for invocation in invocations]), ""]
-    threshold_values = {env: value for env, (value, _) in resolved.items()}
     plot_learning_curves(frame, out, threshold_values, metadata, algos)
     if timed_envs:
         plot_learning_curves(frame[frame["env"].isin(timed_envs)], out, threshold_values, metadata, algos, seconds=True)
-    write_atomically(out / SUMMARY_FILENAME, "\n".join(lines))
-    return out / SUMMARY_FILENAME
+    write_atomically(out / harness.SUMMARY_FILENAME, "\n".join(lines))
+    return out / harness.SUMMARY_FILENAME
 
 
 def plot_learning_curves(
@@ -395,15 +355,10 @@ def plot_learning_curves(
 ) -> list[Path]:
     """
     Write ``out_dir/<env>.png`` per env: per algorithm the mean over seeds with a min-max band, the threshold dashed.
-
-    rl-zoo3's ``rl_zoo3.plots`` scripts read its own log folders (``evaluations.npz``, monitor files) from the command
-    line, not a table of evaluations, so the curves are drawn with matplotlib. Each record is placed on the multiple
-    of its run's ``eval_freq`` it was taken for (an evaluation happens at the first step count at or past it), so that
-    seeds line up, and a run stopped at the threshold keeps its last value to the end of its algorithm's curve. The
-    x axis is logarithmic when the budgets in one plot differ more than tenfold.
-
+    Each record is placed on the multiple of its run's ``eval_freq`` it was taken for, so that seeds line up, and a run
+    stopped at the threshold keeps its last value; the x axis is logarithmic when the budgets differ more than tenfold.
     With ``seconds``, write ``out_dir/<env>_seconds.png`` instead: the return against CPU seconds of training
-    (evaluation excluded, :func:`draw_on_clock`), CPU budgets dotted.
+    (:func:`draw_on_clock`), CPU budgets dotted.
 
     :return: Paths of the written files
     """
@@ -412,15 +367,16 @@ def plot_learning_curves(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    metas = list((run_metadata or {}).values())
     freqs = {  # the runs evaluated at time marks too have records off the step grid
         (meta["algo"], meta["env"]): int(meta["eval_freq"])
-        for meta in (run_metadata or {}).values()
-        if meta.get("eval_freq") and not _evaluated_on_the_cpu_clock(meta)
+        for meta in metas
+        if meta.get("eval_freq") and not (meta.get("cpu_budget") or meta.get("eval_cpu_seconds"))
     }
     paths = []
     for env, env_frame in frame.groupby("env", sort=True):
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        runs_meta = [meta for meta in (run_metadata or {}).values() if meta.get("env") == env]
+        env_metas = [meta for meta in metas if meta.get("env") == env]
         ends = []
         for algo in _ordered(env_frame["algo"].unique(), algo_order):
             runs = env_frame[env_frame["algo"] == algo]
@@ -428,7 +384,7 @@ def plot_learning_curves(
                 draw_on_clock(ax, runs, "cpu_time_s", algo)
             else:
                 ends.append(_draw_on_steps(ax, runs, freqs.get((algo, str(env))), algo))
-        for budget in _cpu_budgets(runs_meta) if seconds else []:
+        for budget in _cpu_budgets(env_metas) if seconds else []:
             ax.axvline(budget, color="gray", linestyle=":", linewidth=1)
         threshold = thresholds.get(str(env))
         if threshold is not None:
@@ -436,7 +392,7 @@ def plot_learning_curves(
         if ends and max(ends) > 10 * max(min(ends), 1):  # budgets far apart: log scale (step 0 is not shown)
             ax.set_xscale("log")
             ax.set_xlim(left=min(freqs.get((algo, str(env)), 1) for algo in env_frame["algo"].unique()))
-        metrics = {meta.get("metric", "eval") for meta in runs_meta}
+        metrics = {meta.get("metric", "eval") for meta in env_metas}
         xlabel = "training CPU seconds (evaluation excluded)" if seconds else "env steps"
         path = Path(out_dir) / f"{safe_name(str(env))}{SECONDS_PLOT_SUFFIX if seconds else ''}.png"
         paths.append(save_plot(fig, ax, str(env), xlabel, metrics, path))
@@ -476,8 +432,15 @@ def save_plot(fig: Any, ax: Any, env: str, xlabel: str, metrics: set[str], path:
 
 def draw_on_clock(ax: Any, runs: pd.DataFrame, clock: str, algo: str, seeds: bool = False) -> None:
     """Draw the runs of one algorithm on ``clock`` (a column): the mean over seeds of each seed's last evaluation so
-    far (:func:`curves_on_clock`), with a min-max band, and with ``seeds`` each seed's own curve, thin."""
-    times, stacked = curves_on_clock(runs, clock)
+    far (none before its first, kept after its last), with a min-max band, and with ``seeds`` each seed's own curve."""
+    timed = runs.dropna(subset=[clock])
+    times = np.unique(timed[clock].to_numpy(dtype=float))
+    curves = []
+    for _, run in timed.groupby("seed"):
+        run = run.sort_values(clock)
+        index = np.searchsorted(run[clock].to_numpy(dtype=float), times, side="right") - 1
+        curves.append(np.where(index >= 0, run["mean_return"].to_numpy(dtype=float)[np.maximum(index, 0)], np.nan))
+    stacked = np.vstack(curves) if curves else np.empty((0, len(times)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns before every seed's first evaluation
         mean, low, high = np.nanmean(stacked, 0), np.nanmin(stacked, 0), np.nanmax(stacked, 0)
@@ -486,22 +449,3 @@ def draw_on_clock(ax: Any, runs: pd.DataFrame, clock: str, algo: str, seeds: boo
     if seeds and len(stacked) > 1:
         for curve in stacked:
             ax.plot(times, curve, drawstyle="steps-post", color=line.get_color(), linewidth=0.7, alpha=0.6)
-
-
-def curves_on_clock(runs: pd.DataFrame, clock: str = "cpu_time_s") -> tuple[np.ndarray, np.ndarray]:
-    """
-    :param runs: Evaluations of the seeds of one (algo, env)
-    :param clock: ``cpu_time_s`` or ``wall_time_s``
-    :return: The times at which some seed was evaluated, sorted, and per seed (rows, in seed order) its return at each
-        of them: a step function (its last evaluation so far), NaN before its first evaluation, kept at its last value
-        after it ends
-    """
-    runs = runs.dropna(subset=[clock])
-    times = np.unique(runs[clock].to_numpy(dtype=float))
-    curves = []
-    for _, run in runs.groupby("seed"):
-        run = run.sort_values(clock)
-        seconds, values = run[clock].to_numpy(dtype=float), run["mean_return"].to_numpy(dtype=float)
-        index = np.searchsorted(seconds, times, side="right") - 1
-        curves.append(np.where(index >= 0, values[np.maximum(index, 0)], np.nan))
-    return times, np.vstack(curves) if curves else np.empty((0, len(times)))
