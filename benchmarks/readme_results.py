@@ -258,28 +258,14 @@ def algorithmic_rows() -> tuple[list[list[str]], list[str]]:
     ], sources  # fmt: skip
 
 
-HEADER = ["Algorithm", "Task, budget: quantity", "Seeds", "sb3_pcl", "Baseline", "Difference", "Data"]
-
-
 def render() -> tuple[str, list[str]]:
     """:return: The markdown table (between the markers) and the sources of its cells"""
-    lines, sources = [], []
-    for row in rows():
-        cells, row_sources = row.cells()
-        lines.append(cells)
-        sources += row_sources
-    extra, extra_sources = algorithmic_rows()
-    lines += extra
-    sources += extra_sources
-    return "\n".join([BEGIN, *markdown_table(HEADER, lines), END]), sources
-
-
-def replace_table(readme: str, table: str) -> str:
-    """:return: ``readme`` with the text from :data:`BEGIN` to :data:`END` replaced by ``table``"""
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"README.md must hold the markers {BEGIN!r} and {END!r} (in this order)")
-    return readme[:start] + table + readme[end + len(END) :]
+    compared = [row.cells() for row in rows()]
+    algorithmic, algorithmic_sources = algorithmic_rows()
+    lines = [cells for cells, _ in compared] + algorithmic
+    sources = [source for _, row_sources in compared for source in row_sources] + algorithmic_sources
+    header = ["Algorithm", "Task, budget: quantity", "Seeds", "sb3_pcl", "Baseline", "Difference", "Data"]
+    return "\n".join([BEGIN, *markdown_table(header, lines), END]), sources
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -293,7 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     current = args.readme.read_text()
     table, sources = render()
-    updated = replace_table(current, table)
+    start, end = current.find(BEGIN), current.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md must hold the markers {BEGIN!r} and {END!r} (in this order)")
+    updated = current[:start] + table + current[end + len(END) :]
     if args.check:
         if updated == current:
             print(f"{args.readme}: the results table matches the committed data")
