@@ -1,44 +1,21 @@
 """
 Campaigns: long benchmark grids written down as a YAML file, run in the background, resumable at any moment.
 
-A campaign file (``benchmarks/campaigns/*.yml``, see ``benchmarks/README.md``)::
-
-    out: benchmarks/results/cpu_hour            # folder of the results (relative to the working directory)
-    eval: {every_cpu_seconds: 300, episodes: 10}   # and/or every_steps; at_start (default true)
-    checkpoint_every: 300                       # CPU seconds between checkpoints (default 300)
-    report: {cpu_seconds: [900, 1800, 3600]}    # marks of the report's table (or steps: [...])
-    reference:                                  # optional: published numbers to set ours against
-      algo: trust_pcl                           # our algorithm set against the first column (ratio)
-      note: the Trust-PCL paper's Table 1, best average reward within 10M env steps
-      columns: {Paper Trust-PCL: {HalfCheetah-v5: 7057}, Paper TRPO: {HalfCheetah-v5: 4344}}
-    docs: [docs/reproduction.md]                # files whose block between the campaign's markers the report rewrites:
-                                                # the reference table, or without a reference who leads at each mark
-    runs:
-      - {algo: trust_pcl, env: HalfCheetah-v5, seeds: [0, 1, 2], cpu_seconds: 3600}
-      - {algo: trust_pcl, envs: [Hopper-v5, Ant-v5], seeds: [0], steps: 10000000, entry: Ant-v5,
-         stop_below: {by_steps: 3000000, best_return: 951}}
-
-Commands::
-
-    python -m benchmarks.campaign run FILE [--workers N]   # run what is unfinished, resuming partial runs
-    python -m benchmarks.campaign status FILE              # done / stopped / partial / to do, CPU-hours
-    python -m benchmarks.campaign report FILE              # results.md and plots from evaluations.csv
-    python -m benchmarks.campaign report FILE --check      # exit 1 if a docs block differs from what the data gives
-
-Each run is one :class:`benchmarks.harness.RunTask` trained by :func:`benchmarks.harness.run_experiment` (rl-zoo3's
-``ExperimentManager`` builds the model): CPU-time or step budget, checkpoints outside the work tree, resume. After
-every evaluation a worker rewrites the run's rows of ``<out>/evaluations.csv`` (under a file lock, through a
-temporary file and a rename: a kill at any moment leaves a whole file); a finished run enters
-``<out>/run_metadata.json`` with its status (``done``, or ``stopped`` by its stop rule) and its checkpoints are
-deleted.
+A campaign file (``benchmarks/campaigns/*.yml``, described in ``benchmarks/README.md``) lists runs with their budgets
+and evaluations, and optionally published numbers to set ours against and docs files whose block between the
+campaign's markers the report rewrites. ``run FILE`` runs what is unfinished, resuming partial runs; ``status FILE...``
+prints each run's state and the CPU-hours; ``report FILE [--check]`` writes ``results.md`` and the plots. Each run is
+one :class:`benchmarks.harness.RunTask`; its rows of ``<out>/evaluations.csv`` are rewritten after every evaluation
+(:mod:`benchmarks.store`); a finished run enters ``<out>/run_metadata.json`` with its status (``done``, or ``stopped``
+by its stop rule) and its checkpoints are deleted.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import dataclasses
-import fcntl
 import logging
 import math
 import os
@@ -70,40 +47,24 @@ CAMPAIGN_KEYS |= {"reference", "docs"}
 
 @dataclasses.dataclass(frozen=True)
 class Campaign:
-    """
-    A parsed campaign file.
-
-    :param path: The file (a grid of :mod:`benchmarks.run`, given on the command line: its output folder)
-    :param out: Output folder
-    :param tasks: The runs, in the order they run (seed by seed, in the file's order within a seed)
-    :param report_marks: ``("cpu_time_s" | "timesteps", marks)`` of the report's table
-    :param notes: Free text put at the top of the report
-    :param reference: The published numbers the report sets ours against (:class:`Reference`), if any
-    :param docs: Files holding a block between this campaign's markers (:func:`doc_markers`) that the report rewrites
-    """
+    """A parsed campaign file (for a grid of :mod:`benchmarks.run`, ``path`` is its output folder)."""
 
     path: Path
     out: Path
-    tasks: tuple[harness.RunTask, ...]
-    report_marks: tuple[str, tuple[float, ...]] = ("timesteps", ())
-    notes: str = ""
-    reference: Reference | None = None
-    docs: tuple[Path, ...] = ()
+    tasks: tuple[harness.RunTask, ...]  # in the order they run: seed by seed, in the file's order within a seed
+    report_marks: tuple[str, tuple[float, ...]] = ("timesteps", ())  # the clock ("cpu_time_s" or "timesteps") and marks
+    notes: str = ""  # free text put at the top of the report
+    reference: Reference | None = None  # published numbers the report sets ours against
+    docs: tuple[Path, ...] = ()  # files whose block between the campaign's markers the report rewrites (write_docs)
 
 
 @dataclasses.dataclass(frozen=True)
 class Reference:
-    """
-    Published returns that a campaign's report sets its runs against (a paper's table).
+    """Published returns that a campaign's report sets its runs against (a paper's table)."""
 
-    :param algo: Our algorithm compared with the first column (the ratio of our mean best to it)
-    :param note: What the numbers are (source and metric), printed above the table
-    :param columns: Column name -> env id -> return
-    """
-
-    algo: str
-    note: str
-    columns: dict[str, dict[str, float]]
+    algo: str  # our algorithm compared with the first column (the ratio of our mean best to it)
+    note: str  # what the numbers are (source and metric), printed above the table
+    columns: dict[str, dict[str, float]]  # column name -> env id -> return
 
 
 def _positive(value: Any, what: str, kind: type = float) -> Any:
@@ -115,14 +76,10 @@ def _positive(value: Any, what: str, kind: type = float) -> Any:
 
 
 def load_campaign(path: str | Path, checkpoint_root: str | Path | None = None) -> Campaign:
-    """
-    Read and check a campaign file (every algorithm, variant and hyperparameter entry must exist).
+    """Read and check a campaign file (every algorithm, variant and hyperparameter entry must exist).
 
-    :param path: The YAML file
     :param checkpoint_root: Folder of the checkpoints (default :func:`benchmarks.checkpoint.default_checkpoint_root`)
-    :return: The campaign
-    :raises ValueError: naming the file and the problem
-    """
+    :raises ValueError: naming the file and the problem"""
     path = Path(path)
     try:
         spec = yaml.safe_load(path.read_text())
@@ -140,47 +97,34 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
     evaluation = spec["eval"]
     if not isinstance(evaluation, dict) or not {"every_cpu_seconds", "every_steps"} & set(evaluation):
         raise ValueError("'eval' needs every_cpu_seconds and/or every_steps (and episodes)")
-    eval_cpu = evaluation.get("every_cpu_seconds")
-    eval_cpu = None if eval_cpu is None else _positive(eval_cpu, "eval.every_cpu_seconds")
-    eval_steps = evaluation.get("every_steps")
-    eval_freq = harness.TIME_BUDGET_STEP_CAP if eval_steps is None else _positive(eval_steps, "eval.every_steps", int)
+    eval_cpu, eval_steps = evaluation.get("every_cpu_seconds"), evaluation.get("every_steps")
     out = Path(spec["out"])
-    checkpoint_every = _positive(spec.get("checkpoint_every", harness.CHECKPOINT_EVERY), "checkpoint_every")
     common = {
-        "eval_freq": eval_freq,
+        "eval_cpu_seconds": None if eval_cpu is None else _positive(eval_cpu, "eval.every_cpu_seconds"),
+        "eval_freq": harness.TIME_BUDGET_STEP_CAP if eval_steps is None else _positive(eval_steps, "eval.every_steps", int),
+        "checkpoint_every": _positive(spec.get("checkpoint_every", harness.CHECKPOINT_EVERY), "checkpoint_every"),
         "n_eval_episodes": _positive(evaluation.get("episodes", 10), "eval.episodes", int),
         "eval_at_start": bool(evaluation.get("at_start", True)),
-        "eval_cpu_seconds": eval_cpu,
         "out_dir": str(out),
-        "checkpoint_every": checkpoint_every,
     }
     if not isinstance(spec["runs"], list) or not spec["runs"]:
         raise ValueError("'runs' must be a non-empty list")
-    blocks = []
+    tasks = []
     for index, run in enumerate(spec["runs"]):
         try:
-            blocks.append(_parse_run(run, spec, common))
+            tasks += _parse_run(run, spec, common, checkpoint_root)
         except (ValueError, TypeError, KeyError, FileNotFoundError, ImportError) as exc:
             raise ValueError(f"runs[{index}]: {exc}") from exc
-    seeds = sorted({seed for block in blocks for seed, _ in block})
-    tasks = [task for seed in seeds for block in blocks for task_seed, task in block if task_seed == seed]
-    names = [task.name for task in tasks]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
+    tasks.sort(key=lambda task: task.seed)  # stable: the file's order within a seed
+    duplicates = sorted(name for name, count in collections.Counter(task.name for task in tasks).items() if count > 1)
     if duplicates:
         raise ValueError(f"runs listed twice: {', '.join(duplicates)}")
-    tasks = [
-        dataclasses.replace(
-            task, checkpoint_dir=harness.run_checkpoint_dir(checkpoint_root, out, task.algo, task.env, task.seed)
-        )
-        for task in tasks
-    ]
-    notes = str(spec.get("notes", ""))
     reference = _reference(spec["reference"], tasks) if "reference" in spec else None
     docs = spec.get("docs", [])
     if not isinstance(docs, list) or not all(isinstance(doc, str) for doc in docs):
         raise ValueError("'docs' must be a list of file paths")
     marks = _report_marks(spec.get("report"), tasks)
-    return Campaign(path, out, tuple(tasks), marks, notes, reference, tuple(Path(doc) for doc in docs))
+    return Campaign(path, out, tuple(tasks), marks, str(spec.get("notes", "")), reference, tuple(map(Path, docs)))
 
 
 def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
@@ -204,8 +148,8 @@ def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
     return Reference(str(spec["algo"]), str(spec.get("note", "")), checked)
 
 
-def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any]) -> list[tuple[int, harness.RunTask]]:
-    """:return: ``(seed, task)`` of every seed and env of one entry of ``runs``"""
+def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any], checkpoint_root: Path) -> list[harness.RunTask]:
+    """:return: The task of every env and seed of one entry of ``runs``"""
     if not isinstance(run, dict):
         raise ValueError(f"each run is a mapping, got {run!r}")
     unknown = set(run) - RUN_KEYS
@@ -225,11 +169,20 @@ def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any]) -> 
             raise ValueError(f"stop_below must be {{by_steps: N, best_return: VALUE}}, got {stop_below!r}")
         stop_below = (_positive(stop_below["by_steps"], "stop_below.by_steps", int), float(stop_below["best_return"]))
     cpu_budget = None if "cpu_seconds" not in run else _positive(run["cpu_seconds"], "cpu_seconds")
-    steps = run.get("steps", run.get("max_steps", harness.TIME_BUDGET_STEP_CAP))
     hyperparams_dir = run.get("hyperparams_dir", spec.get("hyperparams_dir"))
     zoo_v4_entries = bool(run.get("zoo_v4_entries", spec.get("zoo_v4_entries", False)))
     algo = str(run["algo"])
     get_algorithm_class(algo)
+    steps = _positive(run.get("steps", run.get("max_steps", harness.TIME_BUDGET_STEP_CAP)), "steps", int)
+    options = {
+        **common,
+        "hyperparams_dir": None if hyperparams_dir is None else str(hyperparams_dir),
+        "vec_env": run.get("vec_env"),
+        "cpu_budget": cpu_budget,
+        "zoo_v4_entries": zoo_v4_entries,
+        "entry": run.get("entry"),
+        "stop_below": stop_below,
+    }
     tasks = []
     for env in envs:
         file, key = resolve_entry(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))
@@ -243,20 +196,8 @@ def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any]) -> 
             )
         load_hyperparams(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))  # a variant's too
         for seed in seeds:
-            task = harness.RunTask(
-                algo,
-                env,
-                seed,
-                _positive(steps, "steps", int),
-                hyperparams_dir=None if hyperparams_dir is None else str(hyperparams_dir),
-                vec_env=run.get("vec_env"),
-                cpu_budget=cpu_budget,
-                zoo_v4_entries=zoo_v4_entries,
-                entry=run.get("entry"),
-                stop_below=stop_below,
-                **common,
-            )
-            tasks.append((seed, task))
+            checkpoint_dir = harness.run_checkpoint_dir(checkpoint_root, common["out_dir"], algo, env, seed)
+            tasks.append(harness.RunTask(algo, env, seed, steps, checkpoint_dir=checkpoint_dir, **options))
     return tasks
 
 
@@ -270,18 +211,15 @@ def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, t
     if "steps" in report:
         return "timesteps", tuple(_positive(mark, "report.steps", int) for mark in report["steps"])
     cpu = [task.cpu_budget for task in tasks if task.cpu_budget is not None]
-    if cpu:
-        return "cpu_time_s", tuple(fraction * max(cpu) for fraction in harness.TIME_FRACTIONS)
-    return "timesteps", tuple(fraction * max(task.steps for task in tasks) for fraction in harness.TIME_FRACTIONS)
+    clock, budget = ("cpu_time_s", max(cpu)) if cpu else ("timesteps", max(task.steps for task in tasks))
+    return clock, tuple(fraction * budget for fraction in harness.TIME_FRACTIONS)
 
 
 # ---------------------------------------------------------------------------------------------------- status
 def run_states(campaign: Campaign) -> pd.DataFrame:
-    """
-    :return: One row per run, in run order: ``name, algo, env, seed, state`` (``done``, ``stopped``, ``failed``,
-        ``partial`` or ``to do``), ``timesteps``, ``cpu_time_s`` (spent, as recorded), ``budget`` (``"3600 CPU-s"`` or
-        ``"10M steps"``), ``cpu_left_s`` (estimated; NaN when unknown) and ``last_return``
-    """
+    """:return: One row per run, in run order: ``name, algo, env, seed, state`` (``done``, ``stopped``, ``failed``,
+    ``partial`` or ``to do``), ``timesteps``, ``cpu_time_s`` (spent), ``budget`` (``"3600 CPU-s"``, ``"10M steps"``),
+    ``cpu_left_s`` (estimated; NaN when unknown) and ``last_return``"""
     frame = store.read_evaluations(campaign.out)
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     rows = []
@@ -296,21 +234,12 @@ def run_states(campaign: Campaign) -> pd.DataFrame:
             status = "failed"
         else:
             status = "partial" if len(run) or state else "to do"
-        rows.append(
-            {
-                "name": task.name,
-                "algo": task.algo,
-                "env": task.env,
-                "seed": task.seed,
-                "state": status,
-                "timesteps": steps,
-                "cpu_time_s": cpu,
-                "budget": f"{task.cpu_budget:g} CPU-s" if task.cpu_budget else f"{reporting.steps(task.steps)} steps",
-                "cpu_left_s": 0.0 if status in ("done", "stopped") else _cpu_left(task, steps, cpu, frame),
-                "last_return": float(run["mean_return"].iloc[-1]) if len(run) else math.nan,
-            }
-        )
-    return pd.DataFrame(rows)
+        budget = f"{task.cpu_budget:g} CPU-s" if task.cpu_budget else f"{reporting.steps(task.steps)} steps"
+        left = 0.0 if status in ("done", "stopped") else _cpu_left(task, steps, cpu, frame)
+        last = float(run["mean_return"].iloc[-1]) if len(run) else math.nan
+        rows.append([task.name, task.algo, task.env, task.seed, status, steps, cpu, budget, left, last])
+    columns = ["name", "algo", "env", "seed", "state", "timesteps", "cpu_time_s", "budget", "cpu_left_s", "last_return"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _cpu_left(task: harness.RunTask, steps: int, cpu: float, frame: pd.DataFrame) -> float:
@@ -340,59 +269,55 @@ def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
     summary = ", ".join(f"{counts.get(state, 0)} {state}" for state in ("done", "stopped", "partial", "failed", "to do"))
     unknown = int(states["cpu_left_s"].isna().sum())
     left = f"{states['cpu_left_s'].sum() / 3600:.2f}" + (f" + {unknown} run(s) not estimated yet" if unknown else "")
-    lines += [
-        "",
-        f"{len(states)} runs: {summary}",
-        f"CPU-hours spent (training): {states['cpu_time_s'].sum() / 3600:.2f}; left (estimated): {left}",
-    ]
-    return "\n".join(lines)
+    spent = f"CPU-hours spent (training): {states['cpu_time_s'].sum() / 3600:.2f}; left (estimated): {left}"
+    return "\n".join([*lines, "", f"{len(states)} runs: {summary}", spent])
 
 
 # ---------------------------------------------------------------------------------------------------- report
+def _grid(campaign: Campaign) -> dict[str, list[str]]:
+    """:return: Each env of the campaign's runs with its algorithms, in the order of the runs"""
+    envs = dict.fromkeys(task.env for task in campaign.tasks)
+    return {env: list(dict.fromkeys(task.algo for task in campaign.tasks if task.env == env)) for env in envs}
+
+
+def _mark_label(clock: str) -> Callable[[float], str]:
+    """:return: How the report names a mark of ``clock`` (``15 CPU-min``, ``2.5M``)"""
+    return (lambda mark: f"{mark / 60:g} CPU-min") if clock == "cpu_time_s" else reporting.steps
+
+
 def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     """:return: The markdown lines of the report's tables, one section per env"""
     clock, marks = campaign.report_marks
-    unit = "CPU-s" if clock == "cpu_time_s" else "steps"
-    label = (lambda mark: f"{mark / 60:g} CPU-min") if clock == "cpu_time_s" else (lambda mark: reporting.steps(mark))
     lines = [
-        f"At each mark ({unit}): each seed's first evaluation at or after it (a seed not there yet, or stopped before, "
-        "shows -), their mean and a percentile bootstrap 95% interval of the mean over seeds "
-        f"({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation. Best so far: each "
-        "seed's best evaluation after step 0 up to now (the paper's metric), Env steps there: the steps each seed has "
-        "reached.\n",
+        f"At each mark ({'CPU-s' if clock == 'cpu_time_s' else 'steps'}): each seed's first evaluation at or after it "
+        "(a seed not there yet, or stopped before, shows -), their mean and a percentile bootstrap 95% interval of the "
+        f"mean over seeds ({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation. Best so "
+        "far: each seed's best evaluation after step 0 up to now (the paper's metric), Env steps there: the steps each "
+        "seed has reached.\n",
     ]
-    for env in dict.fromkeys(task.env for task in campaign.tasks):
+    for env, algos in _grid(campaign).items():
         rows = []
-        for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
+        for algo in algos:
             runs = frame[(frame["algo"] == algo) & (frame["env"] == env)]
-            if not len(runs):
-                continue
-            rows += marks_rows(runs, algo, clock, marks, label)
-            best = runs[runs["timesteps"] > 0].groupby("seed")["mean_return"].max()
-            end = runs.sort_values("timesteps").groupby("seed").tail(1)
-            rows.append(report_row(algo, "best so far", best.tolist(), end["timesteps"].tolist()))
+            if len(runs):
+                rows += marks_rows(runs, algo, clock, marks, _mark_label(clock))
+                best = runs[runs["timesteps"] > 0].groupby("seed")["mean_return"].max()
+                end = runs.sort_values("timesteps").groupby("seed").tail(1)
+                rows.append(report_row(algo, "best so far", best.tolist(), end["timesteps"].tolist()))
+        lines += [f"## {env}", ""]
         if not rows:  # no plots either (plot_campaign draws the envs with evaluations)
-            lines += [f"## {env}", "", "No evaluation yet.", ""]
+            lines += ["No evaluation yet.", ""]
             continue
-        lines += [f"## {env}", "", *reporting.markdown_table(MARKS_HEADER, rows), ""]
-        lines += [f"![{env} against env steps]({harness.safe_name(env)}_steps.png)", ""]
-        lines += [f"![{env} against CPU seconds]({harness.safe_name(env)}_cpu.png)", ""]
+        name = harness.safe_name(env)
+        lines += [*reporting.markdown_table(MARKS_HEADER, rows), ""]
+        lines += [f"![{env} against env steps]({name}_steps.png)", "", f"![{env} against CPU seconds]({name}_cpu.png)", ""]
     return lines
 
 
-def doc_markers(campaign: Campaign) -> tuple[str, str]:
-    """:return: The lines that open and close the campaign's block in a docs file"""
-    return f"<!-- campaign {campaign.path.name}: start -->", f"<!-- campaign {campaign.path.name}: end -->"
-
-
 def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
-    """
-    :return: The markdown lines setting the campaign's runs against its reference, per env and algorithm: the
-        reference's columns, our best evaluation after step 0 (mean over the seeds that have one, bootstrap interval,
-        per seed with how far each got), its ratio to the first reference column, the final evaluation of the
-        finished runs and the training CPU-hours. Built from ``evaluations.csv`` and ``run_metadata.json`` only (the
-        committed data), so a docs block regenerates anywhere.
-    """
+    """:return: The markdown lines setting the campaign's runs against its reference, per env and algorithm (our best
+    evaluation after step 0, its ratio to the first column, the final evaluations, the CPU-hours), from
+    ``evaluations.csv`` and ``run_metadata.json`` only (the committed data): a docs block regenerates anywhere"""
     reference = campaign.reference
     assert reference is not None
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
@@ -400,8 +325,8 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     header = ["Task", *reference.columns, "Ours", "Best (mean)", "95% CI", "Best per seed", f"Ratio to {first}"]
     header += ["Final per seed", "CPU-h"]
     rows = []
-    for env in dict.fromkeys(task.env for task in campaign.tasks):
-        for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
+    for env, algos in _grid(campaign).items():
+        for algo in algos:
             best, seeds, finals, cpu = [], [], [], 0.0
             for task in (task for task in campaign.tasks if task.env == env and task.algo == algo):
                 run = frame[store.is_run(frame, task) & (frame["timesteps"] > 0)].sort_values("timesteps")
@@ -418,43 +343,27 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
             low, high = bootstrap_interval(best)
             mean = float(np.mean(best)) if best else math.nan
             target = reference.columns[first].get(env)
-            rows.append(
-                [
-                    env,
-                    *(f"{column[env]:g}" if env in column else "-" for column in reference.columns.values()),  # as published
-                    algo,
-                    reporting.number(mean) if best else "-",
-                    "-" if math.isnan(low) else f"[{reporting.number(low)}, {reporting.number(high)}]",
-                    " / ".join(seeds),
-                    f"{mean / target:.2f}" if best and target else "-",
-                    " / ".join(finals) or "-",
-                    f"{cpu / 3600:.1f}",
-                ]
-            )
-    source = f"`{campaign.out / harness.EVALUATIONS_FILENAME}`"
-    lines = [f"{reference.note.strip()}\n"] if reference.note.strip() else []
-    lines += [
-        f"Ours, from {source}: Best is each seed's best evaluation after step 0 within its budget (a run not done "
-        "says how far it got, or that the stop rule ended it); mean over the seeds that have one, with a percentile "
-        "bootstrap 95% interval of the mean (2 seeds or more). Final: the last evaluation of the finished runs. CPU-h: "
-        "training CPU-hours, all seeds.\n",
+            published = [f"{column[env]:g}" if env in column else "-" for column in reference.columns.values()]
+            interval = "-" if math.isnan(low) else f"[{reporting.number(low)}, {reporting.number(high)}]"
+            ratio = f"{mean / target:.2f}" if best and target else "-"
+            row = [env, *published, algo, reporting.number(mean), interval, " / ".join(seeds), ratio]
+            rows.append([*row, " / ".join(finals) or "-", f"{cpu / 3600:.1f}"])
+    return [
+        *([f"{reference.note.strip()}\n"] if reference.note.strip() else []),
+        f"Ours, from `{campaign.out / harness.EVALUATIONS_FILENAME}`: Best is each seed's best evaluation after step 0 "
+        "within its budget (a run not done says how far it got, or that the stop rule ended it); mean over the seeds "
+        "that have one, with a percentile bootstrap 95% interval of the mean (2 seeds or more). Final: the last "
+        "evaluation of the finished runs. CPU-h: training CPU-hours, all seeds.\n",
         *reporting.markdown_table(header, rows),
     ]
-    return lines
 
 
 def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
-    """
-    :return: The markdown lines saying, per env and report mark, which algorithm leads: each algorithm's mean over
-        its seeds there (:func:`benchmarks.summary.value_at`), the leader against the runner-up with the two-sided
-        permutation test of the difference of their means (2 seeds each or more), and the smallest p-value those seed
-        counts can give. Nothing when no env has two algorithms.
-    """
+    """:return: The markdown lines saying, per env and report mark, which algorithm leads (the mean over seeds there,
+    a permutation test of the leader against the runner-up); nothing when no env has two algorithms"""
     clock, marks = campaign.report_marks
-    label = (lambda mark: f"{mark / 60:g} CPU-min") if clock == "cpu_time_s" else (lambda mark: reporting.steps(mark))
     rows = []
-    for env in dict.fromkeys(task.env for task in campaign.tasks):
-        algos = list(dict.fromkeys(task.algo for task in campaign.tasks if task.env == env))
+    for env, algos in _grid(campaign).items():
         if len(algos) < 2:
             continue
         for mark in marks:
@@ -472,7 +381,7 @@ def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
                 floor = reporting.permutation_p_value(np.arange(len(first)) + 1e9, np.arange(len(second)))
                 verdict = f"{ranked[0]} ahead" if p < 0.05 else "not distinguishable"
                 verdict += f" (p = {p:.2g}; smallest possible {floor:.2g})"
-            rows.append([env, label(mark), " > ".join(cells) or "-", verdict])
+            rows.append([env, _mark_label(clock)(mark), " > ".join(cells) or "-", verdict])
     if not rows:
         return []
     return [
@@ -484,20 +393,18 @@ def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
 
 
 def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> list[Path]:
-    """
-    Rewrite the block between the campaign's markers in each of its ``docs`` files with :func:`reference_table`, or
-    without a reference :func:`leaders_table`, followed by the learning curves of the envs with evaluations (against
-    env steps with a reference, the paper's axis; else against CPU seconds) (``check``: rewrite nothing).
+    """Rewrite the block between the campaign's markers in its ``docs`` files: :func:`reference_table` (without a
+    reference :func:`leaders_table`) and the curves of the envs with evaluations (against env steps with a reference).
 
+    :param check: Rewrite nothing
     :return: The files whose block differed from the data
-    :raises ValueError: if a file lacks the markers
-    """
+    :raises ValueError: if a file lacks the markers"""
     if not campaign.docs:
         return []
-    start, end = doc_markers(campaign)
+    start, end = (f"<!-- campaign {campaign.path.name}: {side} -->" for side in ("start", "end"))
     table = reference_table(campaign, frame) if campaign.reference is not None else leaders_table(campaign, frame)
     suffix, axis = ("steps", "env steps") if campaign.reference is not None else ("cpu", "CPU seconds")
-    envs = [env for env in dict.fromkeys(task.env for task in campaign.tasks) if (frame["env"] == env).any()]
+    envs = [env for env in _grid(campaign) if (frame["env"] == env).any()]
     changed = []
     for path in campaign.docs:
         folder = Path(os.path.relpath(campaign.out, path.parent)).as_posix()
@@ -516,15 +423,15 @@ def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> 
 
 
 def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
-    """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env: per algorithm the mean over seeds with a min-max band
-    and each seed's curve, against env steps and against CPU seconds of training. :return: The written files"""
+    """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env with evaluations: per algorithm the mean over seeds with
+    a min-max band and each seed's curve, against env steps and CPU seconds of training. :return: The written files"""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     paths = []
-    for env in dict.fromkeys(task.env for task in campaign.tasks):
+    for env, algos in _grid(campaign).items():
         env_frame = frame[frame["env"] == env]
         if not len(env_frame):
             continue
@@ -533,20 +440,19 @@ def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
             ("cpu_time_s", "cpu", "CPU seconds of training (evaluation excluded)"),
         ):
             fig, ax = plt.subplots(figsize=(7, 4.5))
-            for algo in dict.fromkeys(task.algo for task in campaign.tasks if task.env == env):
+            for algo in algos:
                 if (env_frame["algo"] == algo).any():
                     draw_on_clock(ax, env_frame[env_frame["algo"] == algo], clock, algo, seeds=True)
-            path = campaign.out / f"{harness.safe_name(env)}_{suffix}.png"
-            paths.append(save_plot(fig, ax, env, xlabel, {"eval"}, path))
+            paths.append(save_plot(fig, ax, env, xlabel, {"eval"}, campaign.out / f"{harness.safe_name(env)}_{suffix}.png"))
     return paths
 
 
 def write_report(campaign: Campaign) -> Path:
     """Write ``<out>/results.md`` and the plots from ``evaluations.csv``. :return: The path of ``results.md``"""
     frame = store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
-    states = run_states(campaign)
     lines = [f"# Campaign `{campaign.path.name}`", ""] + ([campaign.notes.strip(), ""] if campaign.notes else [])
-    lines += ["```", format_status(campaign, states).replace(str(campaign.path), campaign.path.name), "```", ""]
+    status = format_status(campaign, run_states(campaign)).replace(str(campaign.path), campaign.path.name)
+    lines += ["```", status, "```", ""]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # means over seeds not there yet
         if campaign.reference is not None:
@@ -585,15 +491,15 @@ def run_campaign(
     report: Callable[[Campaign], Path] | None = None,
 ) -> list[dict[str, Any]]:
     """
-    Run the campaign's unfinished runs (``partial`` ones resume from their checkpoints, ``failed`` ones start again)
-    in their order, then write the report. Grids (:mod:`benchmarks.run`) run through here too.
+    Run the campaign's unfinished runs in their order (``partial`` ones resume from their checkpoints, ``failed`` ones
+    start again), then write the report. Grids (:mod:`benchmarks.run`) run through here too.
 
-    :param workers: Parallel worker processes (``local``) or CPUs of a new local Ray instance (``ray`` without address)
+    :param workers: Worker processes (``local``) or CPUs of a new local Ray instance (``ray`` without address)
     :param backend: ``local`` or ``ray`` (:func:`benchmarks.backends.execute`)
     :param address: With ``ray``: the cluster's head (``HOST:PORT`` or ``auto``)
     :param command: The command line recorded in ``config.json``
-    :param recorded: What the invocation records in ``config.json`` besides the command, workers, backend, machine and
-        times (default: the campaign file)
+    :param recorded: What ``config.json`` records besides the command, workers, backend, machine and times (default:
+        the campaign file)
     :param skip_done: Skip the runs already ``done`` or ``stopped`` (else run every run again)
     :param fresh_process_per_run: Start a new worker process for every run
     :param report: Writes the report (default :func:`write_report`)
@@ -621,8 +527,9 @@ def run_campaign(
             if todo:
                 results = backends.execute(todo, workers, store.store_run, store.progress_rows, backend, fresh_process_per_run)
         failed = sorted(result["name"] for result in results if not result["ok"])
-        for task in (task for task in todo if task.name in failed):
-            store.forget_run(task)
+        for task in todo:
+            if task.name in failed:
+                store.forget_run(task)
         store.finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
         (report or write_report)(campaign)
         return results
@@ -630,27 +537,20 @@ def run_campaign(
 
 @contextlib.contextmanager
 def _running(campaign: Campaign) -> Iterator[None]:
-    """Hold the campaign's run lock (in :func:`benchmarks.store.lock_folder`): two ``run`` of one campaign would train
-    the same runs."""
+    """Hold the campaign's run lock (in :func:`benchmarks.store.lock_folder`): one ``run`` at a time."""
     path = store.lock_folder(campaign.tasks[0]) / RUN_LOCK_FILENAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            handle = stack.enter_context(store.locked(path, blocking=False))
         except BlockingIOError:
-            handle.seek(0)
             raise RuntimeError(
-                f"{campaign.path} is already running ({handle.read().strip() or 'another process'}): one run command "
+                f"{campaign.path} is already running ({path.read_text().strip() or 'another process'}): one run command "
                 "per campaign; see its progress with the status command"
             ) from None
-        handle.seek(0)
-        handle.truncate()
+        handle.truncate(0)
         handle.write(f"pid {os.getpid()} on {platform.node()}\n")
         handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -660,22 +560,16 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the unfinished runs, resuming the partial ones")
     status = commands.add_parser("status", help="print done / stopped / partial / to do and the CPU-hours")
     report = commands.add_parser("report", help="write results.md and the plots from evaluations.csv")
-    report.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 if a docs block differs from what the data gives"
-    )
+    report.add_argument("--check", action="store_true", help="write nothing; exit 1 if a docs block differs from the data")
     status.add_argument("file", nargs="+", help="campaign YAML files (each one's status in turn)")
     for sub in (run, status, report):
         if sub is not status:
             sub.add_argument("file", help="campaign YAML file")
-        sub.add_argument(
-            "--checkpoint-dir",
-            default=None,
-            help="folder of the checkpoints (default: $SB3_PCL_CHECKPOINT_DIR, else ~/.cache/sb3_pcl/checkpoints)",
-        )
+        sub.add_argument("--checkpoint-dir", help="folder of the checkpoints (default: $SB3_PCL_CHECKPOINT_DIR)")
     run.add_argument("--workers", type=int, default=1, help="parallel runs (default 1; each run uses one core)")
     run.add_argument("--nice", type=int, default=10, help="niceness added to this process and its workers (default 10)")
     run.add_argument("--backend", choices=backends.BACKENDS, default="local", help="local worker processes, or Ray tasks")
-    run.add_argument("--address", default=None, help="with --backend ray: HOST:PORT of the cluster's head, or auto")
+    run.add_argument("--address", help="with --backend ray: HOST:PORT of the cluster's head, or auto")
     run.add_argument("--quiet", action="store_true", help="only warnings")
     return parser
 
@@ -696,7 +590,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{file}:\n{status}\n" if len(files) > 1 else status)
         return 0
     campaign = campaigns[0]
-    if args.command == "report" and args.check:
+    if args.command == "report" and not args.check:
+        print(f"Wrote {write_report(campaign)}")
+        return 0
+    if args.command == "report":
         try:
             stale = write_docs(campaign, store.read_evaluations(campaign.out).dropna(subset=["timesteps"]), check=True)
         except (ValueError, OSError) as exc:
@@ -704,15 +601,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in stale:
             print(f"{path}: the block of {campaign.path.name} differs from {campaign.out}; run the report command")
         return 1 if stale else 0
-    if args.command == "report":
-        print(f"Wrote {write_report(campaign)}")
-        return 0
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     if args.address is not None and args.backend != "ray":
         parser.error("--address needs --backend ray")
-    if args.nice:
-        os.nice(args.nice)
+    os.nice(args.nice)
     command = shlex.join(["python", "-m", "benchmarks.campaign", *(sys.argv[1:] if argv is None else argv)])
     try:
         results = run_campaign(campaign, args.workers, args.backend, args.address, command)

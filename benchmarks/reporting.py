@@ -44,8 +44,7 @@ def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike, seed: int =
     :param second: One value per seed of the second
     :param seed: Seed of the random splits drawn when there are more than :data:`EXACT_PERMUTATION_LIMIT`
     :return: Two-sided p-value of the difference of the means: the fraction of the splits of the pooled values into
-        groups of the same sizes whose difference is at least as large in magnitude as the observed one (every split
-        when there are few enough)
+        groups of the same sizes (all of them when few enough) whose difference is at least as large in magnitude
     """
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     if a.size == 0 or b.size == 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):

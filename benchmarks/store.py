@@ -1,8 +1,7 @@
 """
-The files of a results folder, written by grids (:mod:`benchmarks.run`) and campaigns (:mod:`benchmarks.campaign`)
-alike: ``evaluations.csv`` (each run's rows replaced after every evaluation, under the folder's lock, through a
-temporary file and a rename: a kill at any moment leaves a whole file), ``run_metadata.json`` (a run when it ends, with
-its status) and the invocations of ``config.json``.
+The files of a results folder, written by grids and campaigns alike: ``evaluations.csv`` (each run's rows replaced after
+every evaluation, under the folder's lock, through a temporary file and a rename: a kill at any moment leaves a whole
+file), ``run_metadata.json`` (a run when it ends, with its status) and the invocations of ``config.json``.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import io
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pandas as pd
 
@@ -35,14 +34,16 @@ def lock_folder(task: harness.RunTask) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(task: harness.RunTask) -> Iterator[None]:
-    """Hold the lock of the run's output folder (:func:`lock_folder`) while writing its files."""
-    lock = lock_folder(task) / LOCK_FILENAME
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def locked(path: Path, blocking: bool = True) -> Iterator[TextIO]:
+    """Hold an exclusive lock on ``path`` (created with its folder) for the block.
+
+    :param blocking: Wait for the lock (else raise :class:`BlockingIOError` if another process holds it)
+    :return: The lock file, open for reading and appending"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
         try:
-            yield
+            yield handle
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -65,13 +66,11 @@ def _row_keys(frame: pd.DataFrame) -> list[tuple[int, float]]:
 
 
 def store_rows(task: harness.RunTask, git: str, frame: pd.DataFrame) -> None:
-    """
-    Replace the run's rows of ``evaluations.csv`` by ``frame`` (all its evaluations so far: after a resume, rows
-    written after its checkpoint are dropped). Rows already there keep the git revision that wrote them.
-    """
+    """Replace the run's rows of ``evaluations.csv`` by ``frame`` (all its evaluations so far: after a resume, rows
+    written after its checkpoint are dropped). Rows already there keep the git revision that wrote them."""
     out = Path(task.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with _locked(task):
+    with locked(lock_folder(task) / LOCK_FILENAME):
         old = read_evaluations(out)
         mine = old[is_run(old, task)]
         known = dict(zip(_row_keys(mine), mine["git"], strict=True))
@@ -86,12 +85,11 @@ def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any])
     git = harness.git_revision()
     store_rows(task, git, pd.read_csv(io.StringIO(csv_text)))
     out = Path(task.out_dir)
-    with _locked(task):
+    with locked(lock_folder(task) / LOCK_FILENAME):
         everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
         status = "stopped" if metadata.get("stopped_by_rule") else "done"
         everything[task.name] = {**metadata, "status": status, "git": git, "finished": harness.now()}
-        text = json.dumps(dict(sorted(everything.items())), indent=2) + "\n"
-        write_atomically(out / harness.RUN_METADATA_FILENAME, text)
+        write_atomically(out / harness.RUN_METADATA_FILENAME, json.dumps(dict(sorted(everything.items())), indent=2) + "\n")
         (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
 
 
@@ -99,7 +97,7 @@ def forget_run(task: harness.RunTask) -> None:
     """A failed run is not finished: drop its entry of ``run_metadata.json`` (a run started again with ``--force``)
     and, when it has no checkpoints to resume from, its rows of ``evaluations.csv``."""
     out = Path(task.out_dir)
-    with _locked(task):
+    with locked(lock_folder(task) / LOCK_FILENAME):
         everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
         if everything.pop(task.name, None) is not None:
             write_atomically(out / harness.RUN_METADATA_FILENAME, json.dumps(everything, indent=2) + "\n")
