@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--checkpoint-dir", default=None, metavar="DIR", help=f"checkpoint folder (default: ${CHECKPOINT_DIR_ENV})")
     add("--eval-freq", type=int, default=None, help="evaluation interval in env steps (default: steps // 20)")
     add("--eval-episodes", type=int, default=10, help="deterministic episodes per evaluation (default: 10)")
-    add("--metric", choices=("eval", "train"), default="eval", help="eval: evaluation episodes; train: last 100 training")
+    add("--metric", choices=("eval", "train"), default="eval", help="evaluation episodes (eval) or last 100 training episodes")
     add("--stop-at-threshold", action="store_true", help="end each run when it reaches the reward threshold")
     add("--no-initial-eval", action="store_true", help="do not evaluate the untrained policy at step 0")
     add("--workers", type=int, default=None, help="worker processes, or CPUs of a local Ray (default: all cores)")
