@@ -35,8 +35,6 @@ from benchmarks.reporting import markdown_table, saved_figure
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "replay"
 SCENARIOS = ("episodes", "never", "one_step", "sb3")
-DEFAULT_SCENARIOS = ("episodes", "never", "sb3")
-DEFAULT_SIZES = (10_000, 100_000, 300_000)
 OBS_DIM = 4
 #: RSS samples per run, and timed chunks of adds once the buffer is full
 N_SAMPLES, N_CHUNKS = 16, 20
@@ -210,8 +208,8 @@ def write_report(result: dict[str, Any], baseline: dict[str, Any] | None, out: P
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="buffer sizes")
-    parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(DEFAULT_SCENARIOS))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000], help="buffer sizes")
+    parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=["episodes", "never", "sb3"])
     parser.add_argument("--multiple", type=int, default=3, help="add this many times the buffer size (default 3)")
     parser.add_argument("--episode-length", type=int, default=200, help="episode length of `episodes` and `sb3`")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
