@@ -1,11 +1,6 @@
 """
-Which algorithm and which hyperparameter entry a benchmark run uses.
-
-An algorithm is known by its benchmark name (:data:`ALGORITHMS`); a variant ``<algo>+<name>`` is the entry of
-``<algo>`` updated by the overrides of ``<algo>+<name>.yml``. This package's algorithms read ``hyperparams/<algo>.yml``,
-the baselines the files shipped with rl-zoo3; a ``hyperparams_dir`` is searched first. :func:`resolve_entry` says which
-key of the file rl-zoo3 reads for an env, as rl-zoo3 does (the env id, else ``atari`` / ``default``), optionally a
-baseline's ``-v4`` entry for a ``-v5`` env or a fixed ``entry``.
+Which algorithm and which hyperparameter entry a benchmark run uses: an algorithm's benchmark name
+(:data:`ALGORITHMS`), or a variant ``<algo>+<name>`` (the entry of ``<algo>`` updated by ``<algo>+<name>.yml``).
 """
 
 from __future__ import annotations
@@ -30,12 +25,8 @@ VARIANT_SEPARATOR = "+"
 
 @dataclasses.dataclass(frozen=True)
 class AlgorithmSpec:
-    """
-    :param module: Module defining the algorithm class (imported lazily)
-    :param attribute: Name of the class in ``module``
-    :param hyperparams_file: Name of its YAML file without ``.yml``
-    :param zoo_hyperparams: Whether that file ships with ``rl_zoo3`` (else it is in this repository's ``hyperparams/``)
-    """
+    """An algorithm class (``module.attribute``, imported lazily) and its YAML file ``hyperparams_file.yml``, which
+    ships with rl-zoo3 when ``zoo_hyperparams`` (else it is in this repository's ``hyperparams/``)."""
 
     module: str
     attribute: str
@@ -61,7 +52,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 
 def split_variant(name: str) -> tuple[str, str | None]:
     """
-    :param name: ``<algo>`` or a variant ``<algo>+<variant>`` (the entry of ``<algo>`` updated by ``<algo>+<variant>.yml``)
+    :param name: ``<algo>`` or a variant ``<algo>+<variant>``
     :return: ``(algo, variant)``, the variant ``None`` for a plain algorithm
     :raises ValueError: for an unknown algorithm or a variant name other than letters, digits, ``_`` and ``-``
     """
@@ -91,7 +82,7 @@ def get_algorithm_class(name: str) -> type[BaseAlgorithm]:
 
 
 def _zoo_hyperparams_dir() -> Path:
-    # find_spec does not run rl_zoo3/__init__.py (which patches gymnasium's TimeLimit and imports optuna)
+    """:return: rl-zoo3's ``hyperparams`` folder (found without running ``rl_zoo3/__init__.py``, which patches gymnasium)"""
     zoo_spec = importlib.util.find_spec("rl_zoo3")
     if zoo_spec is None or zoo_spec.origin is None:
         raise ImportError("the baselines take their hyperparameters from rl_zoo3, which is not installed")
@@ -140,19 +131,6 @@ def _display_path(path: Path) -> str:
     return str(path)
 
 
-def _entry_key(path: Path, env_id: str, fallback: str | None = None) -> str:
-    """
-    :param fallback: Key read when ``path`` has no entry for ``env_id`` but has one for it (``--zoo-v4-entries``)
-    :return: The key rl-zoo3 reads for ``env_id`` in ``path``: the env id, else ``fallback``, else ``atari`` / ``default``
-    """
-    content = yaml.safe_load(path.read_text()) or {}
-    if env_id in content:
-        return env_id
-    if fallback is not None and fallback in content:
-        return fallback
-    return "atari" if "atari" in content and env_id.startswith("ALE/") else "default"
-
-
 def zoo_v4_id(env_id: str) -> str | None:
     """:return: The ``-v4`` id of a ``-v5`` env id (``HalfCheetah-v5`` -> ``HalfCheetah-v4``), else ``None``"""
     match = re.fullmatch(r"(.+)-v5", env_id)
@@ -170,20 +148,24 @@ def resolve_entry(
     :param algo: Benchmark name of an algorithm or variant
     :param env_id: Gymnasium env id
     :param hyperparams_dir: Folder searched first for the algorithm's file
-    :param zoo_v4_entries: For a baseline (its file ships with rl-zoo3) whose file has no entry for a ``-v5`` env id:
-        read its ``-v4`` entry (rl-zoo3 publishes tuned MuJoCo settings of SAC, TD3, TRPO... for the v4 tasks only)
-    :param entry: Read this key of the file whatever the env (one recipe on several tasks, e.g. ``Ant-v5``)
-    :return: The YAML file and the key of the entry rl-zoo3 reads (the env id, the v4 id, ``entry``, ``atari`` or
-        ``default``)
+    :param zoo_v4_entries: A baseline (file shipped with rl-zoo3) without an entry for a ``-v5`` env reads its ``-v4``
+        entry (rl-zoo3 publishes tuned MuJoCo settings for the v4 tasks only)
+    :param entry: Read this key of the file whatever the env (one recipe on several tasks)
+    :return: The YAML file and the key rl-zoo3 reads: ``entry``, else the env id, the v4 id, ``atari`` or ``default``
     :raises ValueError: if the file has no entry ``entry``
     """
     path = hyperparams_path(algo, hyperparams_dir)
+    content = yaml.safe_load(path.read_text()) or {}
     if entry is not None:
-        if entry not in (yaml.safe_load(path.read_text()) or {}):
+        if entry not in content:
             raise ValueError(f"{_display_path(path)} has no entry {entry!r} (asked for {algo} on {env_id})")
         return path, entry
     fallback = zoo_v4_id(env_id) if zoo_v4_entries and ALGORITHMS[split_variant(algo)[0]].zoo_hyperparams else None
-    return path, _entry_key(path, env_id, fallback)
+    if env_id in content:
+        return path, env_id
+    if fallback is not None and fallback in content:
+        return path, fallback
+    return path, "atari" if "atari" in content and env_id.startswith("ALE/") else "default"
 
 
 def load_hyperparams(
@@ -197,8 +179,8 @@ def load_hyperparams(
     :param algo: Benchmark name of an algorithm or variant
     :param env_id: Gymnasium env id
     :param hyperparams_dir: Folder searched first for the algorithm's and the variant's files
-    :param zoo_v4_entries: Read a baseline's ``-v4`` entry for a ``-v5`` env without one (:func:`resolve_entry`)
-    :param entry: Read this key of the algorithm's file whatever the env (:func:`resolve_entry`)
+    :param zoo_v4_entries: As in :func:`resolve_entry`
+    :param entry: As in :func:`resolve_entry`
     :return: The variant's overrides for the env (its env entry, else its ``default`` entry; ``{}`` for a plain
         algorithm) and where the hyperparameters come from (``hyperparams/pcl.yml [CartPole-v1] + ...``; an entry of
         another env id says so: ``rl_zoo3/hyperparams/sac.yml [HalfCheetah-v4 for HalfCheetah-v5]``)

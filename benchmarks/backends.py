@@ -1,9 +1,6 @@
 """
-Where benchmark runs execute: ``local`` worker processes on this machine, or ``ray`` tasks (a local Ray instance or a
-cluster of several machines). Both train each :class:`benchmarks.harness.RunTask` with
-:func:`benchmarks.harness.run_experiment` and hand its evaluations (CSV text) and metadata to a ``store`` function
-on the machine that started the runs; a run that raises, or whose worker dies, is recorded in ``runs/<run>.err`` of its
-output folder. Used by grids (:mod:`benchmarks.run`) and campaigns (:mod:`benchmarks.campaign`).
+Where benchmark runs execute (:func:`execute`): ``local`` worker processes, or ``ray`` tasks on a local Ray instance
+or a cluster. A failed run, or one whose worker died, is recorded in ``runs/<run>.err`` of its output folder.
 """
 
 from __future__ import annotations
@@ -68,16 +65,14 @@ def execute(
     fresh_process_per_run: bool = False,
 ) -> list[dict[str, Any]]:
     """
-    Run the tasks, store each finished one with ``store`` and delete its checkpoints. The local workers start with one
-    OpenMP / MKL / OpenBLAS thread (and each run uses one torch thread), so that a run's CPU time is that of one core.
+    Run the tasks, store each finished one with ``store`` and delete its checkpoints. Local workers start with one
+    OpenMP / MKL / OpenBLAS thread (and each run uses one torch thread): a run's CPU time is that of one core.
 
     :param tasks: The runs
-    :param workers: Size of the local process pool (``local``)
-    :param store: Writes a finished run's evaluations and metadata (called in the worker with ``local``, here with
-        ``ray``)
+    :param workers: Size of the local process pool
+    :param store: Writes a finished run's evaluations and metadata (in the worker with ``local``, here with ``ray``)
     :param progress: (``local``) Gives each run where its evaluations so far go (:func:`run_experiment`)
-    :param backend: ``local``: a pool of spawned processes on this machine; ``ray``: one Ray task per run on the Ray
-        instance this process is connected to (:func:`ray_session`)
+    :param backend: ``local``: spawned processes; ``ray``: one Ray task per run on the instance of :func:`ray_session`
     :param fresh_process_per_run: Start a new process for every run
     :return: One result per run (``ok``, and ``error`` / ``err_path`` for a failed run)
     """
@@ -126,11 +121,8 @@ def run_local(task: RunTask, store: Store, progress: Progress | None = None) -> 
 
 
 def _die_with_parent() -> None:
-    """
-    On Linux, have the kernel kill this worker process when the process that started it dies (``PR_SET_PDEATHSIG``):
-    a ``run`` command killed alone (``kill PID``, ``kill -9 PID``) leaves no worker training on, which a second ``run``
-    would otherwise duplicate. Elsewhere nothing is done (kill the whole process group there).
-    """
+    """On Linux, have the kernel kill this worker when its parent dies (``PR_SET_PDEATHSIG``): a ``run`` killed alone
+    leaves no worker training on, which a second ``run`` would duplicate (elsewhere, kill the process group)."""
     if sys.platform != "linux":
         return
     with contextlib.suppress(OSError, AttributeError):
@@ -154,10 +146,6 @@ def _single_threaded_libraries() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Ray: one Ray task per run, on a local Ray instance or a cluster of several machines
 
 
 def import_ray() -> Any:
@@ -193,32 +181,28 @@ def ray_session(workers: int, address: str | None = None) -> Iterator[dict[str, 
     :param address: ``auto`` (the cluster started on this machine by ``ray start``) or ``HOST:PORT`` of its head
     :return: A description of the cluster for ``config.json`` (``address``, ``nodes``, ``cpus``)
     :raises ImportError: without Ray
-    :raises ConnectionError: if no cluster answers at ``address`` (checked with a TCP connection first: ``ray.init``
-        would retry for minutes)
+    :raises ConnectionError: if no cluster answers at ``address`` (tried with a TCP connection first: ``ray.init``
+        would retry for minutes), or Ray cannot connect to it
     """
     ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        if address is None:
-            ray.init(address="local", num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING)
-        else:
-            host_port = parse_ray_address(address)
-            if host_port is not None:
-                try:
-                    socket.create_connection(host_port, timeout=10.0).close()
-                except OSError as exc:
-                    raise ConnectionError(
-                        f"No Ray cluster answers at {address} ({exc}): start its head with 'ray start --head "
-                        f"--port={host_port[1]}' or check the address"
-                    ) from exc
-            try:
-                ray.init(address=address, logging_level=logging.WARNING)
-            except ConnectionError as exc:
-                raise ConnectionError(
-                    f"Cannot connect to the Ray cluster at {address!r}: {exc} (a cluster started with token authentication "
-                    "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token here too)"
-                ) from exc
-        started = True
+    started = not ray.is_initialized()
+    host_port = parse_ray_address(address) if started and address is not None else None
+    if host_port is not None:
+        try:
+            socket.create_connection(host_port, timeout=10.0).close()
+        except OSError as exc:
+            message = f"start its head with 'ray start --head --port={host_port[1]}' or check the address"
+            raise ConnectionError(f"No Ray cluster answers at {address} ({exc}): {message}") from exc
+    if started and address is None:
+        ray.init(address="local", num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING)
+    elif started:
+        try:
+            ray.init(address=address, logging_level=logging.WARNING)
+        except ConnectionError as exc:
+            raise ConnectionError(
+                f"Cannot connect to the Ray cluster at {address!r}: {exc} (a cluster started with token authentication "
+                "needs RAY_AUTH_MODE=token and its token in ~/.ray/auth_token here too)"
+            ) from exc
     try:
         nodes = [node for node in ray.nodes() if node.get("Alive")]
         info = {
@@ -236,12 +220,11 @@ def ray_session(workers: int, address: str | None = None) -> Iterator[dict[str, 
 
 def run_remote(task: RunTask, cwd: str) -> dict[str, Any]:
     """
-    Ray task: train one run and return its files' content instead of writing them (the machine running it may not see
-    the output folder); never raises.
+    Ray task: train one run and return its files' content (the machine running it may not see the output folder).
 
     :param task: The run
     :param cwd: The driver's working directory, where relative paths of the options are resolved
-    :return: ``name``, ``ok``, then ``csv`` (the evaluations) and ``metadata`` or ``traceback``, and ``node``
+    :return: ``name``, ``node``, ``ok``, then ``csv`` (the evaluations) and ``metadata``, or ``traceback``
     """
     result: dict[str, Any] = {"name": task.name, "node": platform.node()}
     try:
@@ -258,10 +241,8 @@ def run_remote(task: RunTask, cwd: str) -> dict[str, Any]:
 
 
 def _execute_ray(tasks: Sequence[RunTask], store: Store, fresh_process_per_run: bool) -> list[dict[str, Any]]:
-    """
-    Run each task as a Ray task asking for one CPU and store it here as it finishes. A run whose Ray task fails (its
-    worker or node died twice, it could not be deserialised) is recorded as failed like one that raised.
-    """
+    """Run each task as a Ray task of one CPU and store it here as it finishes; a Ray task that fails (worker or node
+    died twice, not deserialised) is recorded as failed like a run that raised."""
     ray = import_ray()
     options: dict[str, Any] = {"num_cpus": 1, "max_retries": 1}  # a lost node gets one retry elsewhere
     if fresh_process_per_run:

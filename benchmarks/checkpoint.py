@@ -1,18 +1,8 @@
 """
-Checkpoints of a benchmark run: everything a run needs to continue after its process is stopped.
-
-A checkpoint is a folder holding
-
-* ``model.zip``: the model with its optimisers, counters and schedule position (SB3's ``model.save``);
-* ``replay.npz``: the replay buffer, never pickled: this package's path replay through its own ``save_replay_buffer``
-  (an ``.npz``), SB3's ``ReplayBuffer`` / ``DictReplayBuffer`` as an ``.npz`` of its arrays with ``pos`` and ``full``;
-* ``vecnormalize.npz``: the running statistics of a ``VecNormalize`` training env;
-* ``rng.npz``: the random states of Python, NumPy and PyTorch;
-* ``state.json``: what the harness adds (CPU and wall-clock counters, evaluation history, evaluation marks).
-
-Checkpoints are written atomically: each into a new folder ``ckpt-<n>``, then the file ``LATEST`` naming it is replaced
-(write and rename), then older folders are removed. A process killed at any moment (``kill -9``) leaves ``LATEST``
-pointing at a complete checkpoint. Only public save / load APIs of the algorithms are used.
+Checkpoints of a benchmark run: everything a run needs to continue after its process is stopped (the files are listed
+in benchmarks/README.md, "Checkpoints and resume"; no pickle but SB3's ``model.save``). Each is written into a new
+folder ``ckpt-<n>``, then the file ``LATEST`` naming it is replaced by a rename, then older folders are removed: a
+process killed at any moment leaves ``LATEST`` pointing at a complete checkpoint.
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ import os
 import random
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +34,6 @@ def default_checkpoint_root() -> Path:
     """:return: ``$SB3_PCL_CHECKPOINT_DIR`` if set, else ``~/.cache/sb3_pcl/checkpoints`` (outside any work tree)"""
     configured = os.environ.get(CHECKPOINT_DIR_ENV)
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sb3_pcl" / "checkpoints"
-
-
-def _fsync_folder(folder: Path) -> None:
-    for path in folder.iterdir():
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -78,7 +62,11 @@ def read_state(run_dir: str | Path) -> dict[str, Any] | None:
     return None if folder is None else json.loads((folder / STATE_FILENAME).read_text())
 
 
-# ------------------------------------------------------------------------------------------------------ random states
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
 def _rng_arrays() -> dict[str, np.ndarray]:
     import torch
 
@@ -106,59 +94,35 @@ def _set_rng(arrays: Mapping[str, np.ndarray]) -> None:
     random.setstate((int(version), state, None if np.isnan(gauss) else float(gauss)))
 
 
-# ------------------------------------------------------------------------------------------------------ VecNormalize
-def _rms_arrays(prefix: str, rms: RunningMeanStd | Mapping[str, RunningMeanStd]) -> dict[str, np.ndarray]:
+def _statistics(prefix: str, rms: RunningMeanStd | Mapping[str, RunningMeanStd]) -> Iterator[tuple[str, RunningMeanStd]]:
+    """:return: The running statistics by npz key prefix (``obs_rms``, ``obs_rms.<key>`` for dict observations)"""
     if isinstance(rms, RunningMeanStd):
-        return {f"{prefix}.mean": rms.mean, f"{prefix}.var": rms.var, f"{prefix}.count": np.asarray(rms.count)}
-    return {name: value for key, sub in rms.items() for name, value in _rms_arrays(f"{prefix}.{key}", sub).items()}
-
-
-def _set_rms(prefix: str, rms: RunningMeanStd | Mapping[str, RunningMeanStd], arrays: Mapping[str, np.ndarray]) -> None:
-    if isinstance(rms, RunningMeanStd):
-        for name in ("mean", "var"):
-            value = arrays[f"{prefix}.{name}"]
-            if value.shape != np.shape(getattr(rms, name)):
-                raise ValueError(f"VecNormalize statistics {prefix}.{name} have shape {value.shape}, the env's differ")
-            setattr(rms, name, value.astype(np.float64))
-        rms.count = float(arrays[f"{prefix}.count"])
+        yield prefix, rms
         return
     for key, sub in rms.items():
-        _set_rms(f"{prefix}.{key}", sub, arrays)
+        yield from _statistics(f"{prefix}.{key}", sub)
 
 
-# ------------------------------------------------------------------------------------------------------ SB3 replay
-def _sb3_replay_arrays(buffer: ReplayBuffer | DictReplayBuffer) -> dict[str, np.ndarray]:
-    """:return: The buffer's arrays (until ``pos`` while it is not full: the rows written so far), ``pos`` and ``full``"""
-    arrays: dict[str, np.ndarray] = {"pos": np.asarray(buffer.pos), "full": np.asarray(buffer.full)}
+def _vec_normalize_statistics(normalize: VecNormalize) -> list[tuple[str, RunningMeanStd]]:
+    return [*_statistics("obs_rms", normalize.obs_rms), *_statistics("ret_rms", normalize.ret_rms)]
+
+
+def _replay_arrays(buffer: ReplayBuffer | DictReplayBuffer) -> dict[str, np.ndarray]:
+    """:return: The buffer's arrays by npz key (``<attribute>``, ``<attribute>.<key>`` for dict observations)"""
+    arrays: dict[str, np.ndarray] = {}
     for name, value in vars(buffer).items():
         if isinstance(value, np.ndarray):
             arrays[name] = value
         elif isinstance(value, dict) and value and all(isinstance(item, np.ndarray) for item in value.values()):
             arrays.update({f"{name}.{key}": item for key, item in value.items()})
-    if not buffer.full:
-        arrays = {
-            key: value[: buffer.pos] if value.ndim and len(value) == buffer.buffer_size else value
-            for key, value in arrays.items()
-        }
     return arrays
 
 
-def _set_sb3_replay(buffer: ReplayBuffer | DictReplayBuffer, arrays: Mapping[str, np.ndarray], name: str) -> None:
-    for key, value in arrays.items():
-        if key in ("pos", "full"):
-            continue
-        attribute, _, item = key.partition(".")
-        target = getattr(buffer, attribute)[item] if item else getattr(buffer, attribute)
-        rows = target[: len(value)] if value.ndim and len(target) == buffer.buffer_size else target  # the rows written
-        if rows.shape != value.shape or target.dtype != value.dtype:
-            raise ValueError(
-                f"{name}: {key} is {value.dtype}{value.shape}, the model's replay buffer holds {target.dtype}{target.shape}"
-            )
-        rows[...] = value
-    buffer.pos, buffer.full = int(arrays["pos"]), bool(arrays["full"])
+def _first_rows(buffer: ReplayBuffer | DictReplayBuffer, array: np.ndarray, count: int) -> np.ndarray:
+    """:return: The first ``count`` rows of one of the buffer's per-transition arrays (the rows written), others whole"""
+    return array[:count] if array.ndim and len(array) == buffer.buffer_size else array
 
 
-# ------------------------------------------------------------------------------------------------------ save / restore
 def save_checkpoint(run_dir: str | Path, model: BaseAlgorithm, state: Mapping[str, Any]) -> Path:
     """
     Write a checkpoint of ``model`` and the harness's ``state`` (JSON-able) into ``run_dir``, atomically.
@@ -175,20 +139,28 @@ def save_checkpoint(run_dir: str | Path, model: BaseAlgorithm, state: Mapping[st
     folder.mkdir()
     model.save(folder / "model.zip", exclude=list(TRANSIENT_MODEL_ATTRIBUTES))
     buffer = getattr(model, "replay_buffer", None)
-    if buffer is not None:
-        if type(buffer) in (ReplayBuffer, DictReplayBuffer):
-            np.savez(folder / "replay.npz", allow_pickle=False, **_sb3_replay_arrays(buffer))
-        elif hasattr(model, "save_replay_buffer") and type(model).__module__.startswith("sb3_pcl"):
-            model.save_replay_buffer(folder / "replay.npz")  # type: ignore[attr-defined]  # this package's npz
-        else:
-            raise ValueError(f"Cannot checkpoint a {type(buffer).__name__} without pickle: no resumable runs for it")
+    if buffer is not None and type(buffer) in (ReplayBuffer, DictReplayBuffer):
+        written = buffer.buffer_size if buffer.full else buffer.pos
+        arrays = {key: _first_rows(buffer, value, written) for key, value in _replay_arrays(buffer).items()}
+        counters = {"pos": np.asarray(buffer.pos), "full": np.asarray(buffer.full)}
+        np.savez(folder / "replay.npz", allow_pickle=False, **counters, **arrays)
+    elif buffer is not None and hasattr(model, "save_replay_buffer") and type(model).__module__.startswith("sb3_pcl"):
+        model.save_replay_buffer(folder / "replay.npz")  # type: ignore[attr-defined]  # this package's npz
+    elif buffer is not None:
+        raise ValueError(f"Cannot checkpoint a {type(buffer).__name__} without pickle: no resumable runs for it")
     normalize = model.get_vec_normalize_env()
     if isinstance(normalize, VecNormalize):
-        arrays = {**_rms_arrays("obs_rms", normalize.obs_rms), **_rms_arrays("ret_rms", normalize.ret_rms)}
+        arrays = {
+            f"{prefix}.{name}": np.asarray(getattr(rms, name))
+            for prefix, rms in _vec_normalize_statistics(normalize)
+            for name in ("mean", "var", "count")
+        }
         np.savez(folder / "vecnormalize.npz", allow_pickle=False, returns=normalize.returns, **arrays)
     np.savez(folder / "rng.npz", allow_pickle=False, **_rng_arrays())
     (folder / STATE_FILENAME).write_text(json.dumps(state, indent=1) + "\n")
-    _fsync_folder(folder)
+    for path in folder.iterdir():
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
     write_atomically(run_dir / LATEST_FILENAME, folder.name + "\n")
     for old in run_dir.glob("ckpt-*"):
         if old != folder and re.fullmatch(r"ckpt-\d+", old.name):
@@ -198,11 +170,10 @@ def save_checkpoint(run_dir: str | Path, model: BaseAlgorithm, state: Mapping[st
 
 def restore_checkpoint(run_dir: str | Path, model: BaseAlgorithm) -> tuple[BaseAlgorithm, dict[str, Any]] | None:
     """
-    Load the run's last checkpoint into a model built for the same run (same algorithm, entry and envs).
-
-    The model is reloaded with ``type(model).load`` on ``model``'s training env, then its replay buffer, the env's
-    ``VecNormalize`` statistics and the random states are restored. The envs are reset at the next ``learn`` call
-    (the episodes that were running are restarted; reseed the env to make them new ones).
+    Load the run's last checkpoint into a model built for the same run (same algorithm, entry and envs): the model
+    with ``type(model).load`` on ``model``'s training env, then its replay buffer, the env's ``VecNormalize``
+    statistics and the random states. The episodes that were running restart at the next ``learn`` call (reseed the env
+    to make them new ones).
 
     :param run_dir: The run's checkpoint folder
     :param model: The freshly built model of the run (its env is reused)
@@ -214,23 +185,35 @@ def restore_checkpoint(run_dir: str | Path, model: BaseAlgorithm) -> tuple[BaseA
     env = model.get_env()
     assert isinstance(env, VecEnv), "the model must have its training env"
     restored = type(model).load(folder / "model.zip", env=env, device=model.device)
-    if (folder / "replay.npz").is_file():
-        buffer = getattr(restored, "replay_buffer", None)
-        if buffer is not None and type(buffer) in (ReplayBuffer, DictReplayBuffer):
-            with np.load(folder / "replay.npz", allow_pickle=False) as data:
-                _set_sb3_replay(buffer, {key: data[key] for key in data.files}, str(folder / "replay.npz"))
-        else:
-            restored.load_replay_buffer(folder / "replay.npz")  # type: ignore[attr-defined]
+    buffer = getattr(restored, "replay_buffer", None)
+    if (folder / "replay.npz").is_file() and buffer is not None and type(buffer) in (ReplayBuffer, DictReplayBuffer):
+        arrays, targets = _read_npz(folder / "replay.npz"), _replay_arrays(buffer)
+        for key, value in arrays.items():
+            if key in ("pos", "full"):
+                continue
+            rows = _first_rows(buffer, targets[key], len(value))
+            if rows.shape != value.shape or rows.dtype != value.dtype:
+                raise ValueError(
+                    f"{folder / 'replay.npz'}: {key} is {value.dtype}{value.shape}, the model's replay buffer holds "
+                    f"{targets[key].dtype}{targets[key].shape}"
+                )
+            rows[...] = value
+        buffer.pos, buffer.full = int(arrays["pos"]), bool(arrays["full"])
+    elif (folder / "replay.npz").is_file():
+        restored.load_replay_buffer(folder / "replay.npz")  # type: ignore[attr-defined]
     normalize = restored.get_vec_normalize_env()
     if isinstance(normalize, VecNormalize) and (folder / "vecnormalize.npz").is_file():
-        with np.load(folder / "vecnormalize.npz", allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-        _set_rms("obs_rms", normalize.obs_rms, arrays)
-        _set_rms("ret_rms", normalize.ret_rms, arrays)
+        arrays = _read_npz(folder / "vecnormalize.npz")
+        for prefix, rms in _vec_normalize_statistics(normalize):
+            for name in ("mean", "var"):
+                value = arrays[f"{prefix}.{name}"]
+                if value.shape != np.shape(getattr(rms, name)):
+                    raise ValueError(f"VecNormalize statistics {prefix}.{name} have shape {value.shape}, the env's differ")
+                setattr(rms, name, value.astype(np.float64))
+            rms.count = float(arrays[f"{prefix}.count"])
         normalize.returns = arrays["returns"]
     restored._last_obs = None  # type: ignore[assignment]  # the next learn() resets the envs: running episodes restart
-    with np.load(folder / "rng.npz", allow_pickle=False) as data:
-        _set_rng({key: data[key] for key in data.files})
+    _set_rng(_read_npz(folder / "rng.npz"))
     return restored, json.loads((folder / STATE_FILENAME).read_text())
 
 

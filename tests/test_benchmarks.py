@@ -313,7 +313,7 @@ def test_train_metric_and_stop_at_threshold(tmp_path: Path) -> None:
             harness.RunTask("ppo", "Pendulum-v1", 0, 64, 32, hyperparams_dir=str(tmp_path), stop_at_threshold=True)
         )
     with pytest.raises(ValueError, match="metric"):
-        harness.BudgetEvalCallback(None, 10, 1, 10, metric="best")
+        harness.RunTask("ppo", "CartPole-v1", 0, 10, 10, 1, metric="best")
 
 
 UREX_YAML = """

@@ -127,15 +127,18 @@ def test_step_budget_folders_get_no_time_output(tmp_path: Path) -> None:
 
 
 def test_cpu_time_marks() -> None:
-    callback = harness.BudgetEvalCallback(None, 10, 1, 10, cpu_budget=10.0, eval_cpu_seconds=3.0)
+    callback = harness.BudgetEvalCallback(
+        harness.RunTask("a2c", "CartPole-v1", 0, 10, 10, 1, cpu_budget=10.0, eval_cpu_seconds=3.0)
+    )
     marks, seconds = [], 0.0
     while seconds < 12:
         seconds = callback._time_mark_after(seconds)
         marks.append(seconds)
     # multiples of 3 s, 25% and 50% of the budget (2.5, 5), and the budget
     assert marks == [2.5, 3.0, 5.0, 6.0, 9.0, 10.0, 12.0]
-    assert harness.BudgetEvalCallback(None, 10, 1, 10)._time_mark_after(5.0) == math.inf
-    assert harness.BudgetEvalCallback(None, 10, 1, 10, eval_cpu_seconds=0.5)._time_mark_after(1.0) == 1.5
+    assert harness.BudgetEvalCallback(harness.RunTask("a2c", "CartPole-v1", 0, 10, 10, 1))._time_mark_after(5.0) == math.inf
+    task = harness.RunTask("a2c", "CartPole-v1", 0, 10, 10, 1, eval_cpu_seconds=0.5)
+    assert harness.BudgetEvalCallback(task)._time_mark_after(1.0) == 1.5
 
 
 def test_eval_cpu_seconds_without_a_cpu_budget_keeps_the_step_budget() -> None:
@@ -151,7 +154,8 @@ def test_schedules_follow_the_cpu_budget(algo: str) -> None:
     """A ``lin_<x>`` learning rate anneals to about 0 over a CPU budget, although the step budget is far from spent."""
     experiment = harness.make_experiment(algo, "CartPole-v1", 0, overrides={"learning_rate": "lin_0.001"}, eval_env=False)
     model = experiment.model
-    callback = harness.BudgetEvalCallback(None, 10**12, 1, 10**12, eval_at_start=False, metric="train", cpu_budget=1.0)
+    task = harness.RunTask(algo, "CartPole-v1", 0, 10**12, 10**12, 1, eval_at_start=False, metric="train", cpu_budget=1.0)
+    callback = harness.BudgetEvalCallback(task)
     try:
         model.learn(10**12, callback=callback)
     finally:
@@ -176,7 +180,7 @@ def test_bad_seconds_are_refused(value: str, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cpu_budget must be a positive number of seconds"):
         harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, cpu_budget=float(value))
     with pytest.raises(ValueError, match="eval_cpu_seconds must be a positive number of seconds"):
-        harness.BudgetEvalCallback(None, 10, 1, 10, eval_cpu_seconds=float(value))
+        harness.RunTask("a2c", "CartPole-v1", 0, 100, 50, eval_cpu_seconds=float(value))
     assert not (tmp_path / "config.json").exists()
 
 
