@@ -1,21 +1,9 @@
 """
-Training throughput of this package's algorithms against SB3's and sb3-contrib's, side by side.
-
-Every configuration (an algorithm with its shipped rl-zoo3 entry on one env, :func:`benchmarks.harness.make_experiment`)
-is trained past its ``learning_starts`` and warmed up, then timed for ``--reps`` interleaved repetitions of ``--steps``
-env steps (rep 1 of every configuration, then rep 2, ...: a change of machine load hits them alike), one torch thread
-unless ``algo:env@threads`` says otherwise. Throughput is the median env steps per second of process CPU time
-(``time.process_time``), training included: what a CPU-time budget counts, far less disturbed by a busy machine than
-wall-clock (recorded too). ``env:<id>`` gives the env's own limit: the env in a 4-env ``DummyVecEnv`` with ``Monitor``
-stepped with random actions. For this package's algorithms one more repetition, with timers (a little overhead), gives
-where the time goes (collection, replay sampling, forward passes, backward, optimiser step, value fit, the rest).
-
-    python -m benchmarks.speed                      # the default configurations (about 15 minutes on 2 cores)
-    python -m benchmarks.speed --configs pcl:CartPole-v1 pcl:CartPole-v1@2 --load 2   # 1 against 2 torch threads
-
-Writes ``results.md`` and ``speed.png`` to ``--out`` (default ``benchmarks/results/speed``); ``--json FILE`` also saves
-the raw numbers, ``--baseline FILE`` adds such a file's runs as a "before" column, ``--from-json FILE`` writes the
-report of a saved run without measuring.
+Training throughput of this package's algorithms against SB3's and sb3-contrib's: each configuration (an algorithm's
+shipped rl-zoo3 entry on one env, or ``env:<id>``, the env's own limit) is warmed up, then timed for interleaved
+repetitions (rep 1 of every configuration, then rep 2, ...: a change of machine load hits them alike). Throughput is
+the median env steps per second of process CPU time, training included (what a CPU-time budget counts; wall-clock is
+recorded too); one more repetition with timers gives where our algorithms' time goes. Usage: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -26,11 +14,11 @@ import contextlib
 import datetime
 import functools
 import json
-import multiprocessing
 import operator
 import os
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -39,8 +27,7 @@ from typing import Any
 
 from benchmarks.reporting import markdown_table, saved_figure
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "speed"
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "speed"
 #: the MuJoCo tasks of Trust-PCL's shipped entries
 MUJOCO_TASKS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5")
 #: pseudo-algorithm of the env-limit configurations, and their number of envs
@@ -86,8 +73,7 @@ class PartTimer:
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.totals: dict[str, float] = collections.defaultdict(float)
-        #: calls of each function timed with :meth:`timed`, by name
-        self.calls: collections.Counter[str] = collections.Counter()
+        self.calls: collections.Counter[str] = collections.Counter()  # calls of each function timed with timed()
         self._stack: list[list[Any]] = []  # per open part: name, time of the timed calls inside, start
         self._clock = clock
 
@@ -124,9 +110,8 @@ class PartTimer:
 @contextlib.contextmanager
 def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> Iterator[PartTimer]:
     """
-    Time the parts of a PCL-family model's training inside the block: :data:`TIMED_CALLS` on this model's objects,
-    the policy optimiser's steps (its step hooks) and autograd's backward passes (a ``TorchFunctionMode``). Everything
-    is as before afterwards.
+    Time the parts of a PCL-family model's training inside the block (:data:`TIMED_CALLS`, the policy optimiser's steps
+    through its step hooks, autograd's backward passes through a ``TorchFunctionMode``), leaving it as it was.
 
     :param model: a :class:`sb3_pcl.PCL` (or subclass)
     :param clock: the timers' clock (see :class:`PartTimer`)
@@ -138,9 +123,7 @@ def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> It
 
     class TimedBackward(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if func is not th.Tensor.backward:
-                return func(*args, **(kwargs or {}))
-            with timer.part("backward"):
+            with timer.part("backward") if func is th.Tensor.backward else contextlib.nullcontext():
                 return func(*args, **(kwargs or {}))
 
     wrapped = []
@@ -176,23 +159,16 @@ def _configure(spec: str) -> tuple[str, str, int]:
     return algo, env, int(threads or 1)
 
 
-def _busy() -> None:
-    while True:
-        pass
-
-
 @contextlib.contextmanager
 def machine_load(n_processes: int) -> Iterator[None]:
     """Keep ``n_processes`` busy-looping processes running (a loaded machine) inside the block."""
-    processes = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(n_processes)]
-    for process in processes:
-        process.start()
+    processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n_processes)]
     try:
         yield
     finally:
         for process in processes:
-            process.terminate()
-            process.join()
+            process.kill()
+            process.wait()
 
 
 class EnvLimit:
@@ -226,23 +202,6 @@ class EnvLimit:
         return self
 
 
-def _build(algo: str, env_id: str, seed: int) -> Any:
-    from benchmarks.harness import make_experiment
-
-    if algo == ENV_LIMIT:
-        return EnvLimit(env_id, seed)
-    hyperparams_dir = BASELINE_HYPERPARAMS_DIR if algo in BASELINE_DIR_ALGOS else None
-    return make_experiment(algo, env_id, seed, hyperparams_dir=hyperparams_dir, eval_env=False).model
-
-
-def _timed_learn(model: Any, steps: int) -> tuple[float, float]:
-    """:return: env steps per second of process CPU time and per second of wall-clock, while ``model`` learns ``steps``"""
-    start_steps, start_cpu, start = model.num_timesteps, time.process_time(), time.perf_counter()
-    model.learn(steps, reset_num_timesteps=False)
-    cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start
-    return (model.num_timesteps - start_steps) / cpu, (model.num_timesteps - start_steps) / wall
-
-
 def _breakdown(model: Any, steps: int) -> dict[str, Any]:
     """:return: process CPU seconds per part (:data:`PARTS`) of ``steps`` more env steps of training"""
     n_updates, start_steps = model._n_updates, model.num_timesteps
@@ -274,13 +233,18 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
     """
     import torch as th
 
+    from benchmarks.harness import make_experiment
     from sb3_pcl import PCL
 
+    parsed = {spec: _configure(spec) for spec in configs}  # every configuration checked before any is built
     models, results = {}, {}
-    for spec in configs:
-        algo, env_id, threads = _configure(spec)
+    for spec, (algo, env_id, threads) in parsed.items():
         th.set_num_threads(threads)
-        model = _build(algo, env_id, seed)
+        if algo == ENV_LIMIT:
+            model = EnvLimit(env_id, seed)
+        else:
+            hyperparams_dir = BASELINE_HYPERPARAMS_DIR if algo in BASELINE_DIR_ALGOS else None
+            model = make_experiment(algo, env_id, seed, hyperparams_dir=hyperparams_dir, eval_env=False).model
         if (before_timing := int(getattr(model, "learning_starts", 0) or 0) + warmup) > 0:
             model.learn(before_timing)
         models[spec] = model
@@ -297,17 +261,22 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
         print(f"built {spec} ({type(model).__name__}, {model.n_envs} envs), trained {model.num_timesteps} steps", flush=True)
     for rep in range(reps):
         for spec, model in models.items():
-            th.set_num_threads(results[spec]["threads"])
-            cpu_fps, fps = _timed_learn(model, results[spec]["steps_per_rep"])
-            results[spec]["steps_per_cpu_s"].append(cpu_fps)
-            results[spec]["steps_per_s"].append(fps)
-            print(f"rep {rep + 1}/{reps} {spec}: {cpu_fps:.0f} steps per CPU second, {fps:.0f} per second", flush=True)
+            run = results[spec]
+            th.set_num_threads(run["threads"])
+            start_steps, start_cpu, start = model.num_timesteps, time.process_time(), time.perf_counter()
+            model.learn(run["steps_per_rep"], reset_num_timesteps=False)
+            cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start
+            run["steps_per_cpu_s"].append((model.num_timesteps - start_steps) / cpu)
+            run["steps_per_s"].append((model.num_timesteps - start_steps) / wall)
+            rates = f"{run['steps_per_cpu_s'][-1]:.0f} steps per CPU second, {run['steps_per_s'][-1]:.0f} per second"
+            print(f"rep {rep + 1}/{reps} {spec}: {rates}", flush=True)
     for spec, model in models.items():
-        results[spec]["median_steps_per_cpu_s"] = statistics.median(results[spec]["steps_per_cpu_s"])
-        results[spec]["median_steps_per_s"] = statistics.median(results[spec]["steps_per_s"])
+        run = results[spec]
+        run["median_steps_per_cpu_s"] = statistics.median(run["steps_per_cpu_s"])
+        run["median_steps_per_s"] = statistics.median(run["steps_per_s"])
         if breakdown and isinstance(model, PCL):
-            th.set_num_threads(results[spec]["threads"])
-            results[spec]["breakdown"] = _breakdown(model, results[spec]["steps_per_rep"])
+            th.set_num_threads(run["threads"])
+            run["breakdown"] = _breakdown(model, run["steps_per_rep"])
     return {"runs": results}
 
 
@@ -322,7 +291,7 @@ def _throughput(run: dict[str, Any]) -> float:
 
 
 def _mujoco_table(runs: dict[str, Any], before: dict[str, Any]) -> list[str]:
-    """:return: the lines of the per-task summary: Trust-PCL against TRPO and the env limit (empty without such runs)"""
+    """:return: the paragraphs of the per-task summary: Trust-PCL against TRPO and the env limit (none without such runs)"""
     tasks = [task for task in MUJOCO_TASKS if all(f"{algo}:{task}" in runs for algo in ("trust_pcl", "trpo", ENV_LIMIT))]
     if not tasks:
         return []
@@ -341,97 +310,79 @@ def _mujoco_table(runs: dict[str, Any], before: dict[str, Any]) -> list[str]:
         rows.append(row)
     return [
         "## Trust-PCL on the MuJoCo tasks: against TRPO and the env's limit",
-        "",
         "Median env steps per CPU second (same run). Targets: Trust-PCL at least TRPO's throughput, and at least a "
         "quarter of the env's limit.",
-        "",
-        *markdown_table(header, rows),
-        "",
+        "\n".join(markdown_table(header, rows)),
         f"Trust-PCL at least TRPO's throughput on {met_trpo} of {len(tasks)} tasks; at least a quarter of the env's "
         f"limit on {met_quarter} of {len(tasks)}.",
-        "",
     ]
 
 
-def _breakdown_lines(title: str, source: dict[str, Any]) -> list[str]:
-    """:return: the table of where the time goes of the runs of ``source`` that have a breakdown (empty if none)"""
-    broken_down = {spec: run["breakdown"] for spec, run in source.get("runs", {}).items() if "breakdown" in run}
-    if not broken_down:
-        return []
+def _breakdown_table(title: str, source: dict[str, Any]) -> list[str]:
+    """:return: the paragraphs of where the time goes of the runs of ``source`` that have a breakdown (none if none)"""
     rows = []
-    for spec, part in broken_down.items():
-        iterations, per_1000 = max(part["iterations"], 1), 1000.0 / max(part["env_steps"], 1)
-        seconds = [*(part["parts_s"][name] for name in PARTS), part["total_s"]]
-        cells = [f"{1e3 * value / iterations:.2f} / {1e3 * value * per_1000:.0f}" for value in seconds]
-        rows.append([spec, str(part["iterations"]), str(part["batches"]), *cells])
+    for spec, run in source.get("runs", {}).items():
+        if "breakdown" in run:
+            part = run["breakdown"]
+            iterations, per_1000 = max(part["iterations"], 1), 1000.0 / max(part["env_steps"], 1)
+            seconds = [*(part["parts_s"][name] for name in PARTS), part["total_s"]]
+            cells = [f"{1e3 * value / iterations:.2f} / {1e3 * value * per_1000:.0f}" for value in seconds]
+            rows.append([spec, str(part["iterations"]), str(part["batches"]), *cells])
+    if not rows:
+        return []
     return [
-        "",
         f"## {title}where the time goes (one extra repetition with timers)",
-        "",
         f"Milliseconds of {source.get('breakdown_clock', 'wall-clock')} time per training iteration / per 1000 env "
         "steps. *collection*: acting, env steps and storing transitions; *sampling*: drawing the replay's path "
         "segments; *forward*: the policy's and the values' forward passes and the consistency; *backward*: autograd; "
         "*optimizer*: the optimiser's step; *value_fit*: a separate value fit; *other*: statistics, logging, the learn "
         "loop and callbacks.",
-        "",
-        *markdown_table(["Configuration", "Iterations", "Batches", *PARTS, "Total"], rows),
+        "\n".join(markdown_table(["Configuration", "Iterations", "Batches", *PARTS, "Total"], rows)),
     ]
 
 
 def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | None) -> Path:
-    """Write ``results.md`` and ``speed.png`` to ``out``; :return: the markdown path"""
+    """Write ``results.md`` and ``speed.png`` (the median throughputs; a baseline's in grey) to ``out``; :return: its path"""
+    import pandas as pd
+
     out.mkdir(parents=True, exist_ok=True)
     runs, before = data["runs"], (baseline or {}).get("runs", {})
     header = ["Configuration", "Class", "Envs", "Steps per rep", "Median CPU steps/s", "Repetitions", "Wall steps/s"]
     rows = []
     for spec, run in runs.items():
-        row = [spec, run["class"], run["n_envs"], run["steps_per_rep"], f"{_throughput(run):.0f}"]
-        row += [", ".join(f"{value:.0f}" for value in run.get("steps_per_cpu_s", run["steps_per_s"]))]
-        row += [f"{run['median_steps_per_s']:.0f}"]
+        repetitions = ", ".join(f"{value:.0f}" for value in run.get("steps_per_cpu_s", run["steps_per_s"]))
+        row = [spec, run["class"], run["n_envs"], run["steps_per_rep"], f"{_throughput(run):.0f}", repetitions]
+        row.append(f"{run['median_steps_per_s']:.0f}")
         if before:
             old = _throughput(before[spec]) if spec in before else None
             row += [f"{old:.0f}" if old else "-", f"{_throughput(run) / old:.2f}x" if old else "-"]
         rows.append(row)
-    lines = [
+    paragraphs = [
         "# Training throughput",
-        "",
         f"Command: `{data['command']}`",
-        "",
         f"Machine: {data['machine']}; {data['versions']}; {data['date']}. "
         f"{load_text(data.get('load', 0))} One torch thread (`@N`: N threads); seed {data['seed']}; "
         f"{data['reps']} interleaved repetitions per configuration after `learning_starts` + {data['warmup']} warm-up "
         "steps; the shipped rl-zoo3 entries. `env:<task>`: the env's limit, the task in a "
         f"{ENV_LIMIT_ENVS}-env `DummyVecEnv` with `Monitor` stepped with random actions.",
-        "",
         "Throughput is env steps per second of **process CPU time** (`time.process_time`), training included: what a "
         "CPU-time budget counts. It is the measure to compare on a shared machine; wall-clock steps/s, also given, "
         "falls with whatever else the machine runs.",
-        "",
         *_mujoco_table(runs, before),
         "## Env steps per CPU second, training included (median of the repetitions)",
-        "",
-        *markdown_table(header + (["Before (median)", "After / before"] if before else []), rows),
+        "\n".join(markdown_table(header + (["Before (median)", "After / before"] if before else []), rows)),
     ]
     if baseline:
         when = f"{baseline.get('revision', '?')}, {baseline.get('date', '?')}"
-        lines += ["", f"Before: `{baseline.get('command', '?')}` at {when}."]
-    lines += _breakdown_lines("", data) + _breakdown_lines("Before: ", baseline or {})
+        paragraphs.append(f"Before: `{baseline.get('command', '?')}` at {when}.")
+    paragraphs += _breakdown_table("", data) + _breakdown_table("Before: ", baseline or {})
     path = out / "results.md"
-    path.write_text("\n".join(lines) + "\n")
-    _plot(runs, before, out / "speed.png")
-    return path
-
-
-def _plot(runs: dict[str, Any], before: dict[str, Any], path: Path) -> None:
-    """Bars of the median throughput per configuration (and before, grey, with a baseline)."""
-    import pandas as pd
-
-    specs = list(runs)
-    bars = {"now": [_throughput(runs[spec]) for spec in specs]}
+    path.write_text("\n\n".join(paragraphs) + "\n")
+    bars = {"now": [_throughput(run) for run in runs.values()]}
     if before:
-        bars = {"before": [_throughput(before[spec]) if spec in before else 0.0 for spec in specs], **bars}
-    frame = pd.DataFrame(bars, index=[spec.replace(":", "\n") for spec in specs])
-    with saved_figure(path, figsize=(max(6.0, 1.1 * len(specs) + 2), 4.5)) as (_, ax):
+        bars = {"before": [_throughput(before[spec]) if spec in before else 0.0 for spec in runs], **bars}
+    frame = pd.DataFrame(bars, index=[spec.replace(":", "\n") for spec in runs])
+    with saved_figure(out / "speed.png", figsize=(max(6.0, 1.1 * len(runs) + 2), 4.5)) as (_, ax):
         frame.plot.bar(
             ax=ax,
             rot=0,
@@ -440,11 +391,12 @@ def _plot(runs: dict[str, Any], before: dict[str, Any], path: Path) -> None:
             ylabel="env steps per CPU second (training included)",
             title="Median throughput, one torch thread",
         )
+    return path
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[1])
-    parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS), help="algo:env pairs (default: %(default)s)")
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Training throughput (env steps per CPU second); benchmarks/README.md")
+    parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS), help="algo:env or algo:env@threads")
     parser.add_argument("--reps", type=int, default=3, help="timed repetitions per configuration (default: 3)")
     parser.add_argument("--steps", type=int, default=None, help=f"env steps per repetition (default: {STEPS}, SAC/TD3 1000)")
     parser.add_argument("--warmup", type=int, default=2_000, help="env steps after learning_starts before timing")
@@ -455,43 +407,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, default=None, help="also save the raw numbers to this JSON file")
     parser.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run: a 'before' column")
     parser.add_argument("--from-json", type=Path, default=None, help="write the report of this --json file, not measuring")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parser.parse_args(argv)
     if args.reps < 1 or (args.steps is not None and args.steps < 1) or args.warmup < 0 or args.load < 0:
         raise SystemExit("--reps and --steps must be positive, --warmup and --load >= 0")
-    for spec in args.configs:
-        _configure(spec)
     baseline = json.loads(args.baseline.read_text()) if args.baseline else None
     if args.from_json:
-        path = write_report(json.loads(args.from_json.read_text()), args.out, baseline)
-        print(path.read_text())
-        return 0
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from benchmarks.harness import machine_info
+        data = json.loads(args.from_json.read_text())
+    else:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        from benchmarks.harness import machine_info
 
-    with machine_load(args.load):
-        data = measure(args.configs, args.reps, args.steps, args.warmup, args.seed, not args.no_breakdown)
-    info = machine_info()
-    data.update(
-        load=args.load,
-        command=shlex.join(["python", "-m", "benchmarks.speed", *(sys.argv[1:] if argv is None else argv)]),
-        machine=f"{info['cpu']}; {info['cores']} cores",
-        versions=", ".join(f"{name} {info[name]}" for name in ("torch", "stable-baselines3", "sb3-contrib")),
-        revision=info["git"],
-        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        seed=args.seed,
-        reps=args.reps,
-        warmup=args.warmup,
-        breakdown_clock="process CPU",
-    )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(data, indent=2) + "\n")
-    path = write_report(data, args.out, baseline)
-    print(path.read_text())
+        with machine_load(args.load):
+            data = measure(args.configs, args.reps, args.steps, args.warmup, args.seed, not args.no_breakdown)
+        info = machine_info()
+        data.update(
+            load=args.load,
+            command=shlex.join(["python", "-m", "benchmarks.speed", *(sys.argv[1:] if argv is None else argv)]),
+            machine=f"{info['cpu']}; {info['cores']} cores",
+            versions=", ".join(f"{name} {info[name]}" for name in ("torch", "stable-baselines3", "sb3-contrib")),
+            revision=info["git"],
+            date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            seed=args.seed,
+            reps=args.reps,
+            warmup=args.warmup,
+            breakdown_clock="process CPU",
+        )
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(data, indent=2) + "\n")
+    print(write_report(data, args.out, baseline).read_text())
     return 0
 
 
