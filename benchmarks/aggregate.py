@@ -1,12 +1,8 @@
 """
-Aggregate metrics of a benchmark suite with `rliable <https://github.com/google-research/rliable>`_.
-
-``python -m benchmarks.aggregate benchmarks/results/classic`` (or ``--all``) normalises the returns of the suite's
-``evaluations.csv`` per env (:data:`NORMALISATION`) and writes into the folder ``aggregate.md`` (IQM, mean, median and
-optimality gap of the final scores with stratified-bootstrap intervals), ``performance_profile.png`` and
-``sample_efficiency.png`` (IQM against env steps), all computed and drawn by rliable. rliable needs a complete
-``seeds x tasks`` matrix per algorithm: only the algorithms run on every env are aggregated, each with the seeds it has
-on every env; ``aggregate.md`` lists what is left out.
+Aggregate metrics of a benchmark suite with `rliable <https://github.com/google-research/rliable>`_:
+``python -m benchmarks.aggregate benchmarks/results/classic`` (or ``--all``) writes into the suite folder
+``aggregate.md`` (IQM, mean, median and optimality gap of the normalised final scores, with stratified-bootstrap
+intervals), ``performance_profile.png`` and ``sample_efficiency.png``. Options and normalisation: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ import dataclasses
 import datetime
 import importlib.metadata
 import json
-import math
 import shlex
 import sys
 import warnings
@@ -55,7 +50,6 @@ METRICS = {
     "Median": rly_metrics.aggregate_median,
     "Optimality gap": rly_metrics.aggregate_optimality_gap,
 }
-METRIC_NAMES = tuple(METRICS)
 #: A ``random`` entry of :data:`NORMALISATION` measured instead of given: the mean step-0 evaluation of the env's runs
 STEP0 = "step0"
 DEFAULT_REPS = 50_000
@@ -67,19 +61,12 @@ CONFIDENCE = 0.95
 
 @dataclasses.dataclass(frozen=True)
 class SuiteNormalisation:
-    """
-    How the returns of one suite become normalised scores: ``score = (return - random) / (reference - random)``.
+    """How the returns of one suite become normalised scores: ``score = (return - random) / (reference - random)``."""
 
-    :param envs: Per env id, ``(random, reference)``: ``random`` a return or :data:`STEP0`, ``reference`` a return.
-    :param random_source: What ``random`` is, in words (written to ``aggregate.md``).
-    :param reference_source: What ``reference`` is and where its numbers come from (written to ``aggregate.md``).
-    :param notes: What to keep in mind when reading the suite's aggregate (written to ``aggregate.md``).
-    """
-
-    envs: Mapping[str, tuple[float | str, float]]
-    random_source: str
-    reference_source: str
-    notes: str = ""
+    envs: Mapping[str, tuple[float | str, float]]  #: per env id ``(random, reference)``; ``random`` may be :data:`STEP0`
+    random_source: str  #: what ``random`` is, in words (written to ``aggregate.md``, as are the next two)
+    reference_source: str  #: what ``reference`` is and where its numbers come from
+    notes: str = ""  #: what to keep in mind when reading the suite's aggregate
 
 
 #: The normalisation of each committed suite, by the name of its folder under ``benchmarks/results`` (0: the random
@@ -143,49 +130,32 @@ NORMALISATION: dict[str, SuiteNormalisation] = {
 
 @dataclasses.dataclass
 class Selection:
-    """
-    The runs an aggregate uses.
+    """The runs an aggregate uses."""
 
-    :param envs: The suite's envs (the tasks), in table order.
-    :param seeds: Per aggregated algorithm, the seeds it has on every env.
-    :param excluded: Per algorithm left out, the envs it was not run on.
-    :param dropped: Per ``(algorithm, env)``, the seeds left out because the algorithm lacks them on another env.
-    """
-
-    envs: list[str]
-    seeds: dict[str, list[int]]
-    excluded: dict[str, list[str]]
-    dropped: dict[tuple[str, str], list[int]]
+    envs: list[str]  #: the suite's envs (the tasks), in table order
+    seeds: dict[str, list[int]]  #: per aggregated algorithm, the seeds it has on every env
+    excluded: dict[str, list[str]]  #: per algorithm left out, the envs it was not run on
+    dropped: dict[tuple[str, str], list[int]]  #: per ``(algo, env)``, the seeds the algorithm lacks on another env
 
 
 @dataclasses.dataclass
 class Aggregate:
-    """
-    Everything ``aggregate.md`` and the two plots show.
+    """Everything ``aggregate.md`` and the two plots show."""
 
-    :param suite: The suite's name (its key in :data:`NORMALISATION`).
-    :param references: Per env, the ``(random, reference)`` returns used.
-    :param selection: The runs used.
-    :param scores: Per algorithm, the normalised final scores, ``seeds x envs``.
-    :param points: Per algorithm, the point estimates of :data:`METRIC_NAMES`.
-    :param intervals: Per algorithm, ``2 x len(METRIC_NAMES)``: lower and upper bounds of the confidence intervals.
-    :param budgets: Per algorithm and env, the step budgets of its runs.
-    :param curves: Per algorithm, ``(steps, scores)`` with scores ``seeds x envs x steps`` (sample efficiency).
-    """
-
-    suite: str
-    references: dict[str, tuple[float, float]]
+    suite: str  #: the suite's name (its key in :data:`NORMALISATION`)
+    references: dict[str, tuple[float, float]]  #: per env, the ``(random, reference)`` returns used
     selection: Selection
-    scores: dict[str, np.ndarray]
-    points: dict[str, np.ndarray]
-    intervals: dict[str, np.ndarray]
-    budgets: dict[str, dict[str, list[int]]]
-    curves: dict[str, tuple[np.ndarray, np.ndarray]]
+    scores: dict[str, np.ndarray]  #: per algorithm, the normalised final scores, ``seeds x envs``
+    points: dict[str, np.ndarray]  #: per algorithm, the point estimates of :data:`METRICS`
+    intervals: dict[str, np.ndarray]  #: per algorithm, ``2 x len(METRICS)``: the intervals' lower and upper bounds
+    budgets: dict[str, dict[str, list[int]]]  #: per algorithm and env, the step budgets of its runs
+    curves: dict[str, tuple[np.ndarray, np.ndarray]]  #: per algorithm, ``(steps, scores)``, ``seeds x envs x steps``
+    normalisation: SuiteNormalisation
 
 
 @contextlib.contextmanager
 def _seeded_global_numpy(seed: int) -> Iterator[None]:
-    """Seed NumPy's global generator for the block, then restore it: rliable's bootstrap draws from ``np.random``."""
+    """Seed NumPy's global generator (rliable's bootstrap draws from it) for the block, then restore it."""
     state = np.random.get_state()
     np.random.seed(seed)
     try:
@@ -196,27 +166,16 @@ def _seeded_global_numpy(seed: int) -> Iterator[None]:
         np.random.set_state(state)
 
 
-def get_normalisation(suite: str) -> SuiteNormalisation:
-    """:return: The entry of :data:`NORMALISATION` of ``suite``; :raises ValueError: unknown suite"""
-    if suite not in NORMALISATION:
-        raise ValueError(
-            f"No normalisation reference for suite {suite!r}: known suites are {sorted(NORMALISATION)} "
-            "(benchmarks.aggregate.NORMALISATION; pass --suite NAME for a folder named otherwise)"
-        )
-    return NORMALISATION[suite]
-
-
 def load_evaluations(path: str | Path) -> pd.DataFrame:
     """
-    Read an ``evaluations.csv`` (the :data:`COLUMNS`, one evaluation per algorithm, env, seed and step). Rows at step 0
-    without a return (the training-return metric has no finished episode yet) are dropped; any other missing or
-    non-finite return is an error.
+    Read an ``evaluations.csv`` (the :data:`COLUMNS`). Step-0 rows without a return (the training-return metric has no
+    finished episode yet) are dropped; any other missing or non-finite return is an error.
 
     :return: The evaluations, sorted by algorithm, env, seed and step
     """
-    keys = ["algo", "env", "seed", "timesteps"]
     try:
-        frame = pd.read_csv(path, usecols=list(COLUMNS), dtype=COLUMNS).set_index(keys, verify_integrity=True)
+        frame = pd.read_csv(path, usecols=list(COLUMNS), dtype=COLUMNS)
+        frame = frame.set_index(["algo", "env", "seed", "timesteps"], verify_integrity=True)
     except ValueError as error:  # missing columns, non-integer seeds or steps, several evaluations of a step
         raise ValueError(f"{path}: {error}") from error
     frame = frame.sort_index(kind="stable").reset_index()
@@ -263,7 +222,7 @@ def resolve_references(frame: pd.DataFrame, normalisation: SuiteNormalisation) -
                     f"The random return of {env} is its step-0 evaluation, and no run of it has one "
                     "(runs made with --no-initial-eval): give a number in NORMALISATION"
                 )
-            random = float(initial.mean())
+            random = initial.mean()
         random, reference = float(random), float(reference)
         if reference == random:
             raise ValueError(f"Normalisation of {env}: the reference return equals the random return ({random})")
@@ -285,8 +244,8 @@ def select_runs(frame: pd.DataFrame, env_order: Sequence[str] | None = None) -> 
     present = set(frame["env"].unique())
     envs = [env for env in (env_order or []) if env in present] + sorted(present - set(env_order or []))
     selection = Selection(envs=envs, seeds={}, excluded={}, dropped={})
-    for algo, runs in frame.groupby("algo", sort=True):
-        algo = str(algo)
+    for name, runs in frame.groupby("algo", sort=True):
+        algo = str(name)
         per_env = {env: set(group["seed"].tolist()) for env, group in runs.groupby("env")}
         missing = [env for env in envs if env not in per_env]
         common = sorted(set.intersection(*per_env.values())) if not missing else []
@@ -313,10 +272,9 @@ def score_curves(
     n_points: int = DEFAULT_POINTS,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """
-    Normalised scores of every selected run at common step points: per algorithm ``n_points`` evenly spaced steps from
-    0 to its shortest run (a run stopped at the threshold counts to its budget, keeping its last value). Each evaluation
-    is placed on the multiple of its run's ``eval_freq`` it was taken for, and a run's score at a point is its latest
-    evaluation at or before it; points before some run's first evaluation with a return are left out.
+    Normalised scores of every selected run at ``n_points`` evenly spaced steps from 0 to the algorithm's shortest run
+    (a run stopped at the threshold counts to its budget). Evaluations are placed on their run's ``eval_freq`` grid; a
+    run's score at a step is its latest evaluation at or before it; steps before some run's first evaluation are left out.
 
     :return: Per algorithm ``(steps, scores)``, scores ``seeds x envs x steps``
     """
@@ -326,8 +284,8 @@ def score_curves(
     curves = {}
     for algo, seeds in selection.seeds.items():
         runs = {}
-        for env in selection.envs:
-            for seed in seeds:
+        for j, env in enumerate(selection.envs):
+            for i, seed in enumerate(seeds):
                 run = frame[(frame["algo"] == algo) & (frame["env"] == env) & (frame["seed"] == seed)]
                 meta = metadata.get((algo, env, seed)) or {}
                 run_steps = run["timesteps"].to_numpy()
@@ -336,15 +294,13 @@ def score_curves(
                 end = int(run_steps.max())
                 if meta.get("stopped_at_threshold") and meta.get("steps"):
                     end = max(int(meta["steps"]), end)
-                runs[(env, seed)] = (run_steps, run["mean_return"].to_numpy(), end)
+                runs[(i, j)] = (run_steps, run["mean_return"].to_numpy(), end)
         horizon = min(end for _, _, end in runs.values())
         grid = np.unique(np.linspace(0, horizon, n_points).round().astype(np.int64))
         values = np.full((len(seeds), len(selection.envs), len(grid)), np.nan)
-        for j, env in enumerate(selection.envs):
-            for i, seed in enumerate(seeds):
-                run_steps, returns, _ = runs[(env, seed)]
-                index = np.searchsorted(run_steps, grid, side="right") - 1
-                values[i, j, index >= 0] = normalise(returns[index[index >= 0]], *references[env])
+        for (i, j), (run_steps, returns, _) in runs.items():
+            index = np.searchsorted(run_steps, grid, side="right") - 1
+            values[i, j, index >= 0] = normalise(returns[index[index >= 0]], *references[selection.envs[j]])
         keep = ~np.isnan(values).any(axis=(0, 1))
         if not keep.any():
             raise ValueError(f"{algo}: no step point where every run has an evaluation")
@@ -369,19 +325,15 @@ def interval_estimates(
     metric: Callable[[np.ndarray], np.ndarray] = _metrics,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """
-    ``rliable.library.get_interval_estimates`` of ``metric`` (default: :data:`METRIC_NAMES`) with 95% intervals,
-    seeded, leaving NumPy's global generator as it was.
+    ``rliable.library.get_interval_estimates`` of ``metric`` (default: :data:`METRICS`), 95% intervals, seeded, leaving
+    NumPy's global generator as it was.
 
     :return: Point estimates (per algorithm, one per metric) and intervals (per algorithm, ``2 x metrics``)
     """
     if reps < 1:
         raise ValueError(f"reps must be positive, not {reps}")
     with _seeded_global_numpy(seed):
-        points, intervals = rly_library.get_interval_estimates(
-            dict(scores), metric, reps=reps, confidence_interval_size=CONFIDENCE
-        )
-    as_arrays = lambda values: {k: np.asarray(v, dtype=float) for k, v in values.items()}  # noqa: E731
-    return as_arrays(points), as_arrays(intervals)
+        return rly_library.get_interval_estimates(dict(scores), metric, reps=reps, confidence_interval_size=CONFIDENCE)
 
 
 def aggregate_suite(
@@ -406,57 +358,56 @@ def aggregate_suite(
     if not folder.is_dir():
         raise FileNotFoundError(f"Suite folder {folder} not found")
     suite = suite or folder.resolve().name
-    normalisation = normalisation or get_normalisation(suite)
+    if normalisation is None and suite not in NORMALISATION:
+        raise ValueError(
+            f"No normalisation reference for suite {suite!r}: known suites are {sorted(NORMALISATION)} "
+            "(benchmarks.aggregate.NORMALISATION; pass --suite NAME for a folder named otherwise)"
+        )
+    normalisation = normalisation or NORMALISATION[suite]
     frame = load_evaluations(folder / EVALUATIONS_FILENAME)
     references = resolve_references(frame, normalisation)
     metadata = load_run_metadata(folder)
     selection = select_runs(frame, env_order=list(normalisation.envs))
     last = frame.groupby(["algo", "env", "seed"], sort=False)[["mean_return", "timesteps"]].last()
-    scores = {
-        algo: np.stack(
-            [normalise([last.loc[(algo, env, s), "mean_return"] for s in seeds], *references[env]) for env in selection.envs],
-            axis=1,
-        )
-        for algo, seeds in selection.seeds.items()
-    }
-    points, intervals = interval_estimates(scores, reps=reps, seed=seed)
-    budgets = {
-        algo: {
-            env: sorted(
-                {
-                    int((metadata.get((algo, env, s)) or {}).get("steps") or last.loc[(algo, env, s), "timesteps"])
-                    for s in seeds
-                }
+    scores, budgets = {}, {}
+    for algo, seeds in selection.seeds.items():
+        columns, budgets[algo] = [], {}
+        for env in selection.envs:
+            runs = [(algo, env, seed) for seed in seeds]
+            columns.append(normalise(last.loc[runs, "mean_return"], *references[env]))
+            budgets[algo][env] = sorted(
+                {int((metadata.get(run) or {}).get("steps") or last.loc[run, "timesteps"]) for run in runs}
             )
-            for env in selection.envs
-        }
-        for algo, seeds in selection.seeds.items()
-    }
+        scores[algo] = np.stack(columns, axis=1)
+    points, intervals = interval_estimates(scores, reps=reps, seed=seed)
     curves = score_curves(frame, selection, references, metadata, n_points=n_points)
-    return Aggregate(suite, references, selection, scores, points, intervals, budgets, curves)
+    return Aggregate(suite, references, selection, scores, points, intervals, budgets, curves, normalisation)
 
 
 def _fmt(value: float) -> str:
     """:return: A normalised score with 3 decimals (2 from 10 on)"""
-    if not math.isfinite(value):
+    if not np.isfinite(value):
         return str(value)
     return f"{value:.2f}" if abs(value) >= 10 else f"{value:.3f}"
 
 
-def _legend(aggregate: Aggregate) -> tuple[dict[str, str], dict[str, Any]]:
-    """:return: Per algorithm its legend entry (with its number of runs), and per entry its colour (the same in both
-    figures)"""
+@contextlib.contextmanager
+def _figure(aggregate: Aggregate, path: str | Path, title: str, reps: int, vertical: bool) -> Iterator[tuple[Any, ...]]:
+    """
+    A figure for the block, then its title, a dashed line at score 1 (``vertical``: on the x axis) and the legend.
+
+    :return: Per algorithm its legend entry (with its number of runs), and the keyword arguments of rliable's plot
+        functions: the axes, the font sizes and per legend entry its colour (the same in both figures)
+    """
     import matplotlib
 
     legend = {algo: f"{algo} ({scores.size} runs)" for algo, scores in aggregate.scores.items()}
-    return legend, {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(legend.values())}
-
-
-def _decorate(ax: Any, aggregate: Aggregate, title: str, reps: int, at_one: Callable[..., Any]) -> None:
-    """The title, a dashed line at score 1 (``at_one``: ``ax.axvline`` or ``ax.axhline``) and the legend."""
-    at_one(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set_title(f"{aggregate.suite}: {title} ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
-    ax.legend(loc="best", fontsize="small")
+    colors = {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(legend.values())}
+    with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
+        yield legend, {"colors": colors, "ax": ax, "labelsize": "medium", "ticklabelsize": "medium"}
+        (ax.axvline if vertical else ax.axhline)(1.0, color="gray", linestyle="--", linewidth=1)
+        ax.set_title(f"{aggregate.suite}: {title} ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
+        ax.legend(loc="best", fontsize="small")
 
 
 def plot_performance_profile(
@@ -474,20 +425,15 @@ def plot_performance_profile(
         profiles, bands = rly_library.create_performance_profile(
             dict(aggregate.scores), taus, reps=reps, confidence_interval_size=CONFIDENCE
         )
-    legend, colors = _legend(aggregate)
-    with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
+    with _figure(aggregate, path, "performance profile", reps, vertical=True) as (legend, style):
         rly_plots.plot_performance_profiles(
             {legend[algo]: profile for algo, profile in profiles.items()},
             taus,
             performance_profile_cis={legend[algo]: band for algo, band in bands.items()},
-            colors=colors,
-            ax=ax,
             xlabel=r"normalised final score $\tau$ (1 = reference)",
             ylabel=r"fraction of runs with score > $\tau$",
-            labelsize="medium",
-            ticklabelsize="medium",
+            **style,
         )
-        _decorate(ax, aggregate, "performance profile", reps, ax.axvline)
     return taus
 
 
@@ -495,9 +441,8 @@ def plot_sample_efficiency(
     aggregate: Aggregate, path: str | Path, reps: int = DEFAULT_PROFILE_REPS, seed: int = DEFAULT_SEED
 ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """
-    Write the IQM of the normalised score against env steps per algorithm with its 95% band
-    (``rliable.plot_utils.plot_sample_efficiency_curve``); the x axis is logarithmic (step 0 not shown) when the
-    algorithms' horizons differ more than tenfold.
+    Write the IQM of the normalised score against env steps per algorithm with its 95% band (rliable's
+    ``plot_sample_efficiency_curve``); the x axis is logarithmic (step 0 not shown) when the horizons differ tenfold.
 
     :return: Per algorithm ``(steps, IQM, 2 x steps interval)``
     """
@@ -507,52 +452,41 @@ def plot_sample_efficiency(
         estimates[algo] = (grid, points[algo], intervals[algo])
     horizons = [int(grid.max()) for grid, _, _ in estimates.values()]
     log_x = max(horizons) > 10 * max(min(horizons), 1)
-    legend, colors = _legend(aggregate)
-    with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
+    with _figure(aggregate, path, "sample efficiency", reps, vertical=False) as (legend, style):
         for algo, (grid, iqm, interval) in estimates.items():
             shown = grid > 0 if log_x else np.ones_like(grid, dtype=bool)
             rly_plots.plot_sample_efficiency_curve(
                 grid[shown],
                 {legend[algo]: iqm[shown]},
                 {legend[algo]: interval[:, shown]},
-                colors=colors,
-                ax=ax,
                 xlabel="env steps",
                 ylabel="IQM normalised score\n(1 = reference)",
-                labelsize="medium",
-                ticklabelsize="medium",
                 marker="." if shown.sum() < 30 else None,
+                **style,
             )
-        ax.set_xscale("log" if log_x else "linear")
-        _decorate(ax, aggregate, "sample efficiency", reps, ax.axhline)
+        style["ax"].set_xscale("log" if log_x else "linear")
     return estimates
 
 
 def regenerate_command(folder: Path, suite: str | None, reps: int, profile_reps: int, seed: int, n_points: int) -> str:
-    """:return: The command line that regenerates a suite's aggregate with these settings."""
+    """:return: The command line that regenerates a suite's aggregate with these settings"""
     shown = str(folder)
     with contextlib.suppress(ValueError):
         shown = folder.resolve().relative_to(REPO_ROOT).as_posix()
     parts = ["python", "-m", "benchmarks.aggregate", shown]
     if suite is not None and suite != folder.resolve().name:
         parts += ["--suite", suite]
-    for option, value, default in (
-        ("--reps", reps, DEFAULT_REPS),
-        ("--profile-reps", profile_reps, DEFAULT_PROFILE_REPS),
-        ("--seed", seed, DEFAULT_SEED),
-        ("--points", n_points, DEFAULT_POINTS),
-    ):
+    options = {"--reps": (reps, DEFAULT_REPS), "--profile-reps": (profile_reps, DEFAULT_PROFILE_REPS)}
+    options |= {"--seed": (seed, DEFAULT_SEED), "--points": (n_points, DEFAULT_POINTS)}
+    for option, (value, default) in options.items():
         if value != default:
             parts += [option, str(value)]
     return shlex.join(parts)
 
 
-def render_markdown(
-    aggregate: Aggregate, normalisation: SuiteNormalisation, command: str, reps: int, profile_reps: int, seed: int, date: str
-) -> str:
-    """:return: The text of ``aggregate.md``."""
-    sel = aggregate.selection
-    version = importlib.metadata.version("rliable")
+def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps: int, seed: int, date: str) -> str:
+    """:return: The text of ``aggregate.md``"""
+    sel, normalisation = aggregate.selection, aggregate.normalisation
     final_rows = [
         [algo, "{} x {}".format(*aggregate.scores[algo].shape)]
         + [
@@ -562,82 +496,65 @@ def render_markdown(
         for algo in sel.seeds
     ]
     per_env_rows = [[algo, *(_fmt(value) for value in aggregate.scores[algo].mean(axis=0))] for algo in sel.seeds]
-    reference_rows = [
-        [env, f"{aggregate.references[env][0]:.6g}" + (" (step-0 mean)" if normalisation.envs[env][0] == STEP0 else ""),
-         f"{aggregate.references[env][1]:.6g}"]
-        for env in sel.envs
-    ]  # fmt: skip
+    reference_rows = []
+    for env in sel.envs:
+        random, reference = aggregate.references[env]
+        measured = " (step-0 mean)" if normalisation.envs[env][0] == STEP0 else ""
+        reference_rows.append([env, f"{random:.6g}{measured}", f"{reference:.6g}"])
     run_rows = []
     for algo, seeds in sel.seeds.items():
         budgets = aggregate.budgets[algo]
-        if len({b for env_budgets in budgets.values() for b in env_budgets}) == 1:
-            budget = steps(next(iter(budgets.values()))[0])
+        distinct = {budget for env in sel.envs for budget in budgets[env]}
+        if len(distinct) == 1:
+            budget = steps(distinct.pop())
         else:
             budget = "; ".join(f"{env}: {'/'.join(steps(b) for b in budgets[env])}" for env in sel.envs)
         run_rows.append([algo, f"{len(sel.envs)} (all)", " ".join(map(str, seeds)), budget])
-    left_out = [
-        f"`{algo}` ({'not run on ' + ', '.join(missing) if missing else 'no seed run on every env'})"
-        for algo, missing in sel.excluded.items()
-    ]
-    lines = [
+    runs_text = [f"Envs: {', '.join(sel.envs)}."]
+    if sel.excluded:
+        left_out = "; ".join(
+            f"`{algo}` ({'not run on ' + ', '.join(missing) if missing else 'no seed run on every env'})"
+            for algo, missing in sel.excluded.items()
+        )
+        runs_text.append(f"Left out, as rliable needs every algorithm on every env: {left_out}.")
+    if sel.dropped:
+        dropped = "; ".join(f"`{algo}` on {env}: seeds {' '.join(map(str, s))}" for (algo, env), s in sel.dropped.items())
+        runs_text.append(f"Seeds dropped, as their algorithm lacks them on another env: {dropped}.")
+    blocks = [
         f"# Aggregate metrics: `{aggregate.suite}`",
-        "",
-        f"Generated {date} by `{command}` (rliable {version}) from this folder's `{EVALUATIONS_FILENAME}`.",
-        "",
+        f"Generated {date} by `{command}` (rliable {importlib.metadata.version('rliable')}) from this folder's "
+        f"`{EVALUATIONS_FILENAME}`.",
         "Normalised score = (return - random) / (reference - random): 0 is the random return, 1 the reference. A run's "
         "final score is its last evaluation. Over all runs (seeds x envs) of an algorithm: **IQM**, the mean of the "
         "middle 50% of the scores; **mean**; **median** of the per-env mean scores; **optimality gap**, the mean "
         "shortfall below 1 (scores above 1 count as 1; lower is better). Brackets: 95% confidence intervals, "
         f"percentile stratified bootstrap over the seeds of each env (`rliable.library.get_interval_estimates`), {reps} "
         f"bootstrap resamples, NumPy seed {seed}. With few seeds per env the intervals are wide and lean on those seeds.",
-        "",
-        *([normalisation.notes, ""] if normalisation.notes else []),
+        *([normalisation.notes] if normalisation.notes else []),
         "## Final normalised scores",
-        "",
-        *markdown_table(["Algorithm", "Runs (seeds x envs)", *METRIC_NAMES], final_rows),
-        "",
+        "\n".join(markdown_table(["Algorithm", "Runs (seeds x envs)", *METRICS], final_rows)),
         "Mean normalised final score per env (over the seeds above), for reading the aggregate:",
-        "",
-        *markdown_table(["Algorithm", *sel.envs], per_env_rows),
-        "",
+        "\n".join(markdown_table(["Algorithm", *sel.envs], per_env_rows)),
         "## Normalisation",
-        "",
         f"Random: {normalisation.random_source}. Reference: {normalisation.reference_source}. The table is "
         "`NORMALISATION` in `benchmarks/aggregate.py`.",
-        "",
-        *markdown_table(["Env", "Random return", "Reference return"], reference_rows),
-        "",
+        "\n".join(markdown_table(["Env", "Random return", "Reference return"], reference_rows)),
         "## Runs used",
-        "",
-        *markdown_table(["Algorithm", "Envs", "Seeds", "Steps (budget per run)"], run_rows),
-        "",
-        f"Envs: {', '.join(sel.envs)}.",
-    ]
-    if left_out:
-        lines.append(f"Left out, as rliable needs every algorithm on every env: {'; '.join(left_out)}.")
-    if sel.dropped:
-        dropped = "; ".join(f"`{algo}` on {env}: seeds {' '.join(map(str, s))}" for (algo, env), s in sel.dropped.items())
-        lines.append(f"Seeds dropped, as their algorithm lacks them on another env: {dropped}.")
-    lines += [
-        "",
+        "\n".join(markdown_table(["Algorithm", "Envs", "Seeds", "Steps (budget per run)"], run_rows)),
+        "\n".join(runs_text),
         "## Plots",
-        "",
         f"`{PROFILE_FILENAME}`: rliable's performance profile (`rliable.library.create_performance_profile`), the "
         f"fraction of all runs with a final score above tau, with 95% bands ({profile_reps} bootstrap resamples, seed "
         f"{seed}).",
-        "",
         f"![performance profile]({PROFILE_FILENAME})",
-        "",
         f"`{SAMPLE_EFFICIENCY_FILENAME}`: the IQM of the normalised score against env steps, with 95% bands "
         f"({profile_reps} bootstrap resamples, seed {seed}). Per algorithm, evenly spaced steps from 0 to its shortest "
         "run; a run's score at a step is its latest evaluation at or before it (evaluations placed on their run's "
         "`eval_freq` grid); a run stopped at the threshold keeps its last score to its budget; steps before some run's "
         "first evaluation with a return are left out.",
-        "",
         f"![sample efficiency]({SAMPLE_EFFICIENCY_FILENAME})",
-        "",
     ]
-    return "\n".join(lines)
+    return "\n\n".join(blocks) + "\n"
 
 
 def write_aggregate(
@@ -657,25 +574,23 @@ def write_aggregate(
     :param date: Date written to ``aggregate.md`` (default: today, UTC).
     :return: The written paths
     """
-    folder = Path(folder)
-    normalisation = normalisation or get_normalisation(suite or folder.resolve().name)
-    aggregate = aggregate_suite(folder, suite=suite, normalisation=normalisation, reps=reps, seed=seed, n_points=n_points)
     if profile_reps < 1:
         raise ValueError(f"profile_reps must be positive, not {profile_reps}")
+    folder = Path(folder)
+    aggregate = aggregate_suite(folder, suite=suite, normalisation=normalisation, reps=reps, seed=seed, n_points=n_points)
     paths = [folder / name for name in OUTPUT_FILENAMES]
     plot_performance_profile(aggregate, paths[1], reps=profile_reps, seed=seed)
     plot_sample_efficiency(aggregate, paths[2], reps=profile_reps, seed=seed)
     command = regenerate_command(folder, suite, reps, profile_reps, seed, n_points)
     date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    paths[0].write_text(render_markdown(aggregate, normalisation, command, reps, profile_reps, seed, date))
+    paths[0].write_text(render_markdown(aggregate, command, reps, profile_reps, seed, date))
     return paths
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.aggregate",
-        description="rliable aggregate metrics (IQM, mean, median, optimality gap with bootstrap CIs), performance "
-        "profile and sample-efficiency curve of benchmark suite folders.",
+        description="rliable aggregate metrics, performance profile and sample-efficiency curve of benchmark suites.",
     )
     parser.add_argument("folders", nargs="*", type=Path, help="suite folders (e.g. benchmarks/results/classic)")
     parser.add_argument("--all", action="store_true", help=f"the suites of benchmarks/results: {', '.join(NORMALISATION)}")
@@ -683,9 +598,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=DEFAULT_REPS, help="bootstrap resamples of the table (%(default)s)")
     parser.add_argument("--profile-reps", type=int, default=DEFAULT_PROFILE_REPS, help="of the plots (%(default)s)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstraps (%(default)s)")
-    parser.add_argument(
-        "--points", type=int, default=DEFAULT_POINTS, help="steps of the sample-efficiency curve (%(default)s)"
-    )
+    parser.add_argument("--points", type=int, default=DEFAULT_POINTS, help="steps of the sample-efficiency curve")
     args = parser.parse_args(argv)
     if args.all == bool(args.folders):
         parser.error("give suite folders (e.g. benchmarks/results/classic) or --all")
