@@ -139,7 +139,7 @@ def save_checkpoint(run_dir: str | Path, model: BaseAlgorithm, state: Mapping[st
     folder.mkdir()
     model.save(folder / "model.zip", exclude=list(TRANSIENT_MODEL_ATTRIBUTES))
     buffer = getattr(model, "replay_buffer", None)
-    if buffer is not None and type(buffer) in (ReplayBuffer, DictReplayBuffer):
+    if type(buffer) in (ReplayBuffer, DictReplayBuffer):
         written = buffer.buffer_size if buffer.full else buffer.pos
         arrays = {key: _first_rows(buffer, value, written) for key, value in _replay_arrays(buffer).items()}
         counters = {"pos": np.asarray(buffer.pos), "full": np.asarray(buffer.full)}
@@ -185,22 +185,22 @@ def restore_checkpoint(run_dir: str | Path, model: BaseAlgorithm) -> tuple[BaseA
     env = model.get_env()
     assert isinstance(env, VecEnv), "the model must have its training env"
     restored = type(model).load(folder / "model.zip", env=env, device=model.device)
-    buffer = getattr(restored, "replay_buffer", None)
-    if (folder / "replay.npz").is_file() and buffer is not None and type(buffer) in (ReplayBuffer, DictReplayBuffer):
-        arrays, targets = _read_npz(folder / "replay.npz"), _replay_arrays(buffer)
+    buffer, replay = getattr(restored, "replay_buffer", None), folder / "replay.npz"
+    if replay.is_file() and type(buffer) in (ReplayBuffer, DictReplayBuffer):
+        arrays, targets = _read_npz(replay), _replay_arrays(buffer)
         for key, value in arrays.items():
             if key in ("pos", "full"):
                 continue
             rows = _first_rows(buffer, targets[key], len(value))
             if rows.shape != value.shape or rows.dtype != value.dtype:
                 raise ValueError(
-                    f"{folder / 'replay.npz'}: {key} is {value.dtype}{value.shape}, the model's replay buffer holds "
+                    f"{replay}: {key} is {value.dtype}{value.shape}, the model's replay buffer holds "
                     f"{targets[key].dtype}{targets[key].shape}"
                 )
             rows[...] = value
         buffer.pos, buffer.full = int(arrays["pos"]), bool(arrays["full"])
-    elif (folder / "replay.npz").is_file():
-        restored.load_replay_buffer(folder / "replay.npz")  # type: ignore[attr-defined]
+    elif replay.is_file():
+        restored.load_replay_buffer(replay)  # type: ignore[attr-defined]
     normalize = restored.get_vec_normalize_env()
     if isinstance(normalize, VecNormalize) and (folder / "vecnormalize.npz").is_file():
         arrays = _read_npz(folder / "vecnormalize.npz")

@@ -37,7 +37,7 @@ import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize, unwrap_vec_wrapper
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 from benchmarks.algorithms import ALGORITHMS, REPO_ROOT, get_algorithm_class, load_hyperparams, resolve_entry, split_variant
 from benchmarks.checkpoint import restore_checkpoint, save_checkpoint, write_atomically
@@ -124,11 +124,9 @@ def make_experiment(
     path, key = resolve_entry(algo, env_id, hyperparams_dir, zoo_v4_entries, entry)
     log_folder = tempfile.TemporaryDirectory(prefix="sb3_pcl_benchmarks_", ignore_cleanup_errors=True)
     config = Path(log_folder.name) / "config.yml"
-    chosen = (yaml.safe_load(path.read_text()) or {}).get(key)  # none: rl-zoo3 says that the entry is missing
-    has_budget = chosen is None or "n_timesteps" in chosen
-    if chosen is not None:
-        chosen = {"n_timesteps": 1, **chosen}  # required by rl-zoo3, unused: the budget comes from the harness
-    config.write_text(yaml.safe_dump({env_id: chosen} if chosen is not None else {"": None}))
+    chosen = (yaml.safe_load(path.read_text()) or {}).get(key)
+    # n_timesteps is required by rl-zoo3, unused (the harness sets the budget); without an entry rl-zoo3 says so
+    config.write_text(yaml.safe_dump({"": None} if chosen is None else {env_id: {"n_timesteps": 1, **chosen}}))
 
     # Imported here: rl_zoo3 patches gymnasium's TimeLimit on import and pulls in optuna
     from rl_zoo3.exp_manager import ExperimentManager
@@ -158,7 +156,7 @@ def make_experiment(
         setup = manager.setup_experiment()
     assert setup is not None, "setup_experiment returns no model only when optimising hyperparameters"
     model, saved = setup
-    if not has_budget:
+    if chosen is not None and "n_timesteps" not in chosen:
         saved.pop("n_timesteps")
     try:
         if not isinstance(model, algo_class):
@@ -173,20 +171,11 @@ def make_experiment(
 
 
 def curriculum_length(env: VecEnv | None) -> float:
-    """:return: The algorithmic tasks' curriculum ``min_length`` of a training env: the shared one under
-    ``SharedCurriculum``, else the mean over the envs; NaN for envs without a curriculum"""
-    if env is None:
-        return math.nan
-    try:
-        from sb3_pcl.envs import SharedCurriculum
+    """:return: The curriculum length of a training env (:func:`sb3_pcl.envs.curriculum_length`), NaN without one"""
+    from sb3_pcl.envs import curriculum_length as length_of
 
-        shared = unwrap_vec_wrapper(env, SharedCurriculum)
-        if shared is not None:
-            return float(shared.min_length)  # type: ignore[attr-defined]
-        lengths = [float(n) for n in env.get_attr("min_length") if isinstance(n, (int, float, np.integer))]
-    except (ImportError, AttributeError):
-        return math.nan
-    return float(np.mean(lengths)) if lengths else math.nan
+    length = None if env is None else length_of(env)
+    return math.nan if length is None else float(length)
 
 
 @dataclasses.dataclass(frozen=True)
