@@ -157,6 +157,16 @@ def import_ray() -> Any:
     return ray
 
 
+def check_backend(backend: str, address: str | None) -> None:
+    """:raises ValueError: for an unknown backend, or an ``address`` given without the ray backend or malformed"""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if address is not None:
+        if backend != "ray":
+            raise ValueError(f"--address needs --backend ray: {address!r} is only used by the ray backend, not by {backend!r}")
+        parse_ray_address(address)
+
+
 def parse_ray_address(address: str) -> tuple[str, int] | None:
     """
     :param address: ``auto`` or ``HOST:PORT`` of a Ray head's GCS (``ray start --head --port=PORT``; ``ray://`` allowed)

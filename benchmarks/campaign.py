@@ -603,8 +603,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1 if stale else 0
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
-    if args.address is not None and args.backend != "ray":
-        parser.error("--address needs --backend ray")
+    try:
+        backends.check_backend(args.backend, args.address)
+    except ValueError as exc:
+        parser.error(str(exc))
     os.nice(args.nice)
     command = shlex.join(["python", "-m", "benchmarks.campaign", *(sys.argv[1:] if argv is None else argv)])
     try:

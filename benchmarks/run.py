@@ -123,12 +123,7 @@ def run_grid(
     :return: All evaluations in ``out_dir``
     :raises ValueError: for bad settings, before anything is written
     """
-    if backend not in backends.BACKENDS:
-        raise ValueError(f"backend must be one of {backends.BACKENDS}, got {backend!r}")
-    if address is not None and backend != "ray":
-        raise ValueError(f"--address needs --backend ray: {address!r} is only used by the ray backend, not by {backend!r}")
-    if address is not None:
-        backends.parse_ray_address(address)
+    backends.check_backend(backend, address)
     if backend == "ray" and settings.get("device", "cpu") != "cpu":
         raise ValueError(f"--backend ray gives each run one CPU and no GPU: --device must be cpu, not {settings['device']!r}")
     algos, envs, seeds = list(algos), list(envs), [int(seed) for seed in seeds]
