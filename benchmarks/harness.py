@@ -577,11 +577,13 @@ def package_version(name: str) -> str:
 
 
 def git_revision() -> str:
-    """:return: Short commit of the repository (``+dirty`` with uncommitted changes to tracked files), or ``unknown``"""
+    """:return: Short commit of the repository (``+dirty`` with uncommitted changes to tracked files outside
+    ``benchmarks/results/``, the data that runs write), or ``unknown``"""
     try:
         git = ["git", "-C", str(REPO_ROOT)]
         commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+        status = [*git, "status", "--porcelain", "--untracked-files=no", "--", ":(top,exclude)benchmarks/results"]
+        dirty = subprocess.run(status, capture_output=True, text=True).stdout
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit.strip() + ("+dirty" if dirty.strip() else "")

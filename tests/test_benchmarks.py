@@ -4,6 +4,7 @@ import json
 import math
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -524,3 +525,24 @@ def test_shipped_entries_and_committed_runs_build() -> None:
             assert type(experiment.model).__name__ == algorithms.ALGORITHMS[base].attribute
         finally:
             _close(experiment)
+
+
+def test_git_revision_ignores_results_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Rows written by a run into benchmarks/results/ do not make the code revision ``+dirty``; a code change does."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "evaluations.csv").write_text("algo\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    monkeypatch.setattr(harness, "REPO_ROOT", tmp_path)
+    clean = harness.git_revision()
+    assert re.fullmatch(r"[0-9a-f]{4,}", clean)
+    (tmp_path / "benchmarks" / "results" / "evaluations.csv").write_text("algo\nppo\n")
+    assert harness.git_revision() == clean
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert harness.git_revision() == f"{clean}+dirty"
