@@ -314,40 +314,63 @@ def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     return lines
 
 
+@dataclasses.dataclass(frozen=True)
+class BestWithinBudget:
+    """One algorithm's runs on one env in the paper's metric: each seed's best evaluation after step 0."""
+
+    best: tuple[float, ...]  # per seed with evaluations, in the campaign's order
+    seeds: tuple[str, ...]  # per seed: its best, with how far a run not done got (or "seed N: to do")
+    finals: tuple[float, ...]  # the last evaluation of each finished (``done``) seed
+    statuses: tuple[str, ...]  # per seed: done, stopped, running or to do
+    cpu_s: float  # training CPU seconds, all seeds
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.best)) if self.best else math.nan
+
+
+def best_within_budget(campaign: Campaign, frame: pd.DataFrame, env: str, algo: str) -> BestWithinBudget:
+    """:return: ``algo``'s runs on ``env`` in the paper's metric, from ``evaluations.csv`` (``frame``) and
+    ``run_metadata.json`` only (the committed data)"""
+    metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
+    best, seeds, finals, statuses, cpu = [], [], [], [], 0.0
+    for task in (task for task in campaign.tasks if task.env == env and task.algo == algo):
+        run = frame[store.is_run(frame, task) & (frame["timesteps"] > 0)].sort_values("timesteps")
+        status = metadata.get(task.name, {}).get("status", "running" if len(run) else "to do")
+        statuses.append(status)
+        if not len(run):
+            seeds.append(f"seed {task.seed}: {status}")
+            continue
+        best.append(float(run["mean_return"].max()))
+        cpu += float(run["cpu_time_s"].max())
+        where = "" if status == "done" else f" ({status} at {reporting.steps(float(run['timesteps'].iloc[-1]))})"
+        seeds.append(f"{reporting.number(best[-1])}{where}")
+        if status == "done":
+            finals.append(float(run["mean_return"].iloc[-1]))
+    return BestWithinBudget(tuple(best), tuple(seeds), tuple(finals), tuple(statuses), cpu)
+
+
 def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     """:return: The markdown lines setting the campaign's runs against its reference, per env and algorithm (our best
     evaluation after step 0, its ratio to the first column, the final evaluations, the CPU-hours), from
     ``evaluations.csv`` and ``run_metadata.json`` only (the committed data): a docs block regenerates anywhere"""
     reference = campaign.reference
     assert reference is not None
-    metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     first = next(iter(reference.columns))
     header = ["Task", *reference.columns, "Ours", "Best (mean)", "95% CI", "Best per seed", f"Ratio to {first}"]
     header += ["Final per seed", "CPU-h"]
     rows = []
     for env, algos in _grid(campaign).items():
         for algo in algos:
-            best, seeds, finals, cpu = [], [], [], 0.0
-            for task in (task for task in campaign.tasks if task.env == env and task.algo == algo):
-                run = frame[store.is_run(frame, task) & (frame["timesteps"] > 0)].sort_values("timesteps")
-                status = metadata.get(task.name, {}).get("status", "running" if len(run) else "to do")
-                if not len(run):
-                    seeds.append(f"seed {task.seed}: {status}")
-                    continue
-                best.append(float(run["mean_return"].max()))
-                cpu += float(run["cpu_time_s"].max())
-                where = "" if status == "done" else f" ({status} at {reporting.steps(float(run['timesteps'].iloc[-1]))})"
-                seeds.append(f"{reporting.number(best[-1])}{where}")
-                if status == "done":
-                    finals.append(reporting.number(float(run["mean_return"].iloc[-1])))
-            low, high = bootstrap_interval(best)
-            mean = float(np.mean(best)) if best else math.nan
+            ours = best_within_budget(campaign, frame, env, algo)
+            low, high = bootstrap_interval(list(ours.best))
             target = reference.columns[first].get(env)
             published = [f"{column[env]:g}" if env in column else "-" for column in reference.columns.values()]
             interval = "-" if math.isnan(low) else f"[{reporting.number(low)}, {reporting.number(high)}]"
-            ratio = f"{mean / target:.2f}" if best and target else "-"
-            row = [env, *published, algo, reporting.number(mean), interval, " / ".join(seeds), ratio]
-            rows.append([*row, " / ".join(finals) or "-", f"{cpu / 3600:.1f}"])
+            ratio = f"{ours.mean / target:.2f}" if ours.best and target else "-"
+            row = [env, *published, algo, reporting.number(ours.mean), interval, " / ".join(ours.seeds), ratio]
+            finals = " / ".join(map(reporting.number, ours.finals)) or "-"
+            rows.append([*row, finals, f"{ours.cpu_s / 3600:.1f}"])
     return [
         *([f"{reference.note.strip()}\n"] if reference.note.strip() else []),
         f"Ours, from `{campaign.out / harness.EVALUATIONS_FILENAME}`: Best is each seed's best evaluation after step 0 "

@@ -8,12 +8,16 @@ exits with 1 when README.md differs from what the data gives (the test suite run
 Statistics, the same for every row: *mean [low, high]* is the mean over seeds with a 95% percentile bootstrap interval
 of the mean (10,000 resamples, a fixed generator seed, so the table is reproducible); *p* is the two-sided permutation
 test of the difference of the two means (exact: every split of the pooled seeds). A difference with p >= 0.05 is
-written "not distinguishable".
+written "not distinguishable". The last row is no comparison of runs: it sets the paper_table1 campaign (the paper's
+recipe at the paper's budget) beside the paper's published Table 1 as a ratio, with the numbers of that campaign's
+report (:func:`benchmarks.campaign.best_within_budget`).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import dataclasses
 import difflib
 import functools
 import math
@@ -25,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.campaign import best_within_budget, load_campaign
 from benchmarks.reporting import bootstrap_interval, markdown_table, permutation_p_value, steps
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -258,12 +263,64 @@ def algorithmic_rows() -> tuple[list[list[str]], list[str]]:
     ], sources  # fmt: skip
 
 
+#: the campaign of Trust-PCL with the paper's recipe at the paper's budget, whose reference is the paper's Table 1
+PAPER_CAMPAIGN = Path("benchmarks") / "campaigns" / "paper_table1.yml"
+
+
+def paper_row() -> tuple[list[str], list[str]]:
+    """:return: The row setting the paper's recipe beside the paper's Table 1 (per task: our best evaluation within the
+    budget, mean over seeds, against the published number, as a ratio), and its sources"""
+    campaign = load_campaign(REPO_ROOT / PAPER_CAMPAIGN)
+    campaign = dataclasses.replace(campaign, out=REPO_ROOT / campaign.out)
+    reference = campaign.reference
+    if reference is None:
+        raise ValueError(f"{PAPER_CAMPAIGN} has no reference")
+    paper_name, paper = next(iter(reference.columns.items()))
+    frame = load_evaluations(campaign.out.name)
+    ours, ratios, sources, seed_groups = [], [], [], collections.defaultdict(list)
+    for env, target in paper.items():
+        result = best_within_budget(campaign, frame, env, reference.algo)
+        task = env.removesuffix("-v5")
+        runs = [run for run in campaign.tasks if run.env == env and run.algo == reference.algo]
+        seeds = [run.seed for run in runs]
+        seed_groups[f"{len(seeds)}: {seed_list(seeds)}"].append(task)
+        cell = number(result.mean) if result.best else "-"
+        if len(result.best) >= 2:
+            low, high = bootstrap_interval(list(result.best))
+            cell += f" [{number(low)}, {number(high)}]"
+        statuses = collections.Counter(result.statuses)
+        if set(statuses) == {"stopped"}:
+            by_steps = {steps(float(run.stop_below[0])) for run in runs if run.stop_below is not None}
+            cell += f" (stopped at {', '.join(sorted(by_steps))})"
+        elif set(statuses) != {"done"}:
+            cell += f" ({statuses['done']}/{len(seeds)} seeds done)"
+        ours.append(cell)
+        ratios.append(f"{result.mean / target:.2f}" if result.best else "-")
+        sources.append(
+            f"Trust-PCL (paper's recipe) | {env} | best evaluation: {(RESULTS / campaign.out.name).as_posix()}"
+            f"/evaluations.csv [algo={reference.algo}, env={env}], per seed {', '.join(result.seeds)}; {paper_name} {target:g}"
+        )
+    seeds_cell = "; ".join(f"{', '.join(tasks)} {seeds}" for seeds, tasks in seed_groups.items())
+    budget = steps(float(max(task.steps for task in campaign.tasks)))
+    cells = [
+        "Trust-PCL (adaptive λ, the paper's recipe)",
+        f"{' / '.join(env.removesuffix('-v5') for env in paper)}-v5, {budget}: best evaluation (the paper's metric)",
+        seeds_cell,
+        " / ".join(ours),
+        f"{paper_name} (gym v1) {' / '.join(f'{value:g}' for value in paper.values())}",
+        f"ratio {' / '.join(ratios)}; published numbers: no test",
+        f"{link(campaign.out.name)}, [reproduction](docs/reproduction.md)",
+    ]
+    return cells, sources
+
+
 def render() -> tuple[str, list[str]]:
     """:return: The markdown table (between the markers) and the sources of its cells"""
     compared = [row.cells() for row in rows()]
     algorithmic, algorithmic_sources = algorithmic_rows()
-    lines = [cells for cells, _ in compared] + algorithmic
-    sources = [source for _, row_sources in compared for source in row_sources] + algorithmic_sources
+    paper, paper_sources = paper_row()
+    lines = [cells for cells, _ in compared] + algorithmic + [paper]
+    sources = [source for _, row_sources in compared for source in row_sources] + algorithmic_sources + paper_sources
     header = ["Algorithm", "Task, budget: quantity", "Seeds", "sb3_pcl", "Baseline", "Difference", "Data"]
     return "\n".join([BEGIN, *markdown_table(header, lines), END]), sources
 

@@ -21,6 +21,22 @@ def test_readme_results_table_matches_the_committed_data(capsys: pytest.CaptureF
     assert readme_results.main(["--check"]) == 0, capsys.readouterr().out
 
 
+@pytest.mark.repo
+def test_readme_paper_row_agrees_with_the_campaign_report() -> None:
+    """The README's row against the paper's Table 1 and the paper_table1 report's reference table are computed by one
+    function; their ratios (the paper's recipe, algo trust_pcl) must be the same numbers, task by task."""
+    cells, sources = readme_results.paper_row()
+    report = (ROOT / "benchmarks" / "results" / "paper_table1" / "results.md").read_text()
+    ratios = {}
+    for line in report.splitlines():
+        fields = [field.strip() for field in line.split("|")[1:-1]]
+        if len(fields) == 10 and fields[3] == "trust_pcl":
+            ratios[fields[0]] = fields[7]
+    tasks = cells[1].split(",")[0].removesuffix("-v5").split(" / ")
+    assert [ratios[f"{task}-v5"] for task in tasks] == cells[5].split(";")[0].removeprefix("ratio ").split(" / ")
+    assert len(sources) == len(tasks) == 5
+
+
 def test_check_fails_on_a_changed_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     readme = tmp_path / "README.md"
     text = (ROOT / "README.md").read_text()
