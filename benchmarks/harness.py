@@ -577,12 +577,14 @@ def package_version(name: str) -> str:
 
 
 def git_revision() -> str:
-    """:return: Short commit of the repository (``+dirty`` with uncommitted changes to tracked files outside
-    ``benchmarks/results/``, the data that runs write), or ``unknown``"""
+    """:return: Short commit of the repository (``+dirty`` with uncommitted changes to tracked files that can change
+    a run: not ``benchmarks/results/``, the data that runs write, nor Markdown, where reports rewrite their docs
+    blocks), or ``unknown``"""
     try:
         git = ["git", "-C", str(REPO_ROOT)]
         commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
-        status = [*git, "status", "--porcelain", "--untracked-files=no", "--", ":(top,exclude)benchmarks/results"]
+        data_and_docs = [":(top,exclude)benchmarks/results", ":(top,exclude,glob)**/*.md"]
+        status = [*git, "status", "--porcelain", "--untracked-files=no", "--", *data_and_docs]
         dirty = subprocess.run(status, capture_output=True, text=True).stdout
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -528,7 +528,8 @@ def test_shipped_entries_and_committed_runs_build() -> None:
 
 
 def test_git_revision_ignores_results_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Rows written by a run into benchmarks/results/ do not make the code revision ``+dirty``; a code change does."""
+    """Rows written by a run into benchmarks/results/ and a docs block rewritten by a campaign's report do not make the
+    code revision ``+dirty``; a code change does."""
 
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -537,12 +538,15 @@ def test_git_revision_ignores_results_data(monkeypatch: pytest.MonkeyPatch, tmp_
     (tmp_path / "benchmarks" / "results").mkdir(parents=True)
     (tmp_path / "benchmarks" / "results" / "evaluations.csv").write_text("algo\n")
     (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.md").write_text("old block\n")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
     monkeypatch.setattr(harness, "REPO_ROOT", tmp_path)
     clean = harness.git_revision()
     assert re.fullmatch(r"[0-9a-f]{4,}", clean)
     (tmp_path / "benchmarks" / "results" / "evaluations.csv").write_text("algo\nppo\n")
+    (tmp_path / "docs" / "page.md").write_text("new block\n")
     assert harness.git_revision() == clean
     (tmp_path / "code.py").write_text("x = 2\n")
     assert harness.git_revision() == f"{clean}+dirty"
