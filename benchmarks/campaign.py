@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
-RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below"}
+RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below", "tuning_seeds"}
 CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
 CAMPAIGN_KEYS |= {"reference", "docs"}
 
@@ -56,6 +56,8 @@ class Campaign:
     notes: str = ""  # free text put at the top of the report
     reference: Reference | None = None  # published numbers the report sets ours against
     docs: tuple[Path, ...] = ()  # files whose block between the campaign's markers the report rewrites (write_docs)
+    #: the runs on the seeds their entry was chosen on: listed apart (:func:`series`), left out of the comparison
+    tuning_seeds: frozenset[str] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,12 +111,16 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
     }
     if not isinstance(spec["runs"], list) or not spec["runs"]:
         raise ValueError("'runs' must be a non-empty list")
-    tasks = []
+    tasks: list[harness.RunTask] = []
+    tuning_seeds: set[str] = set()
     for index, run in enumerate(spec["runs"]):
         try:
-            tasks += _parse_run(run, spec, common, checkpoint_root)
+            parsed = _parse_run(run, spec, common, checkpoint_root)
         except (ValueError, TypeError, KeyError, FileNotFoundError, ImportError) as exc:
             raise ValueError(f"runs[{index}]: {exc}") from exc
+        tasks += parsed
+        if run.get("tuning_seeds"):
+            tuning_seeds.update(task.name for task in parsed)
     tasks.sort(key=lambda task: task.seed)  # stable: the file's order within a seed
     duplicates = sorted(name for name, count in collections.Counter(task.name for task in tasks).items() if count > 1)
     if duplicates:
@@ -124,7 +130,8 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
     if not isinstance(docs, list) or not all(isinstance(doc, str) for doc in docs):
         raise ValueError("'docs' must be a list of file paths")
     marks = _report_marks(spec.get("report"), tasks)
-    return Campaign(path, out, tuple(tasks), marks, str(spec.get("notes", "")), reference, tuple(map(Path, docs)))
+    notes = str(spec.get("notes", ""))
+    return Campaign(path, out, tuple(tasks), marks, notes, reference, tuple(map(Path, docs)), frozenset(tuning_seeds))
 
 
 def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
@@ -157,6 +164,8 @@ def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any], che
         raise ValueError(f"unknown keys {sorted(unknown)}; allowed: {sorted(RUN_KEYS)}")
     if ("cpu_seconds" in run) == ("steps" in run):
         raise ValueError("give exactly one budget: cpu_seconds or steps")
+    if not isinstance(run.get("tuning_seeds", False), bool):
+        raise ValueError(f"tuning_seeds must be true or false, got {run['tuning_seeds']!r}")
     envs = run["envs"] if "envs" in run else [run["env"]]
     if not isinstance(envs, list) or not envs or not all(isinstance(env, str) for env in envs):
         raise ValueError(f"env / envs must be env ids, got {envs!r}")
@@ -274,10 +283,42 @@ def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- report
-def _grid(campaign: Campaign) -> dict[str, list[str]]:
-    """:return: Each env of the campaign's runs with its algorithms, in the order of the runs"""
-    envs = dict.fromkeys(task.env for task in campaign.tasks)
-    return {env: list(dict.fromkeys(task.algo for task in campaign.tasks if task.env == env)) for env in envs}
+def series(campaign: Campaign, task: harness.RunTask) -> str:
+    """:return: The name a run is reported under: its algorithm, marked ``(tuning seeds)`` when the campaign says the
+    run is on the seeds its entry was chosen on"""
+    return f"{task.algo} (tuning seeds)" if task.name in campaign.tuning_seeds else task.algo
+
+
+def _with_series(campaign: Campaign, frame: pd.DataFrame) -> pd.DataFrame:
+    """:return: ``frame`` with a ``series`` column: the name each row's run is reported under (:func:`series`)"""
+    names = {(task.algo, task.env, task.seed): series(campaign, task) for task in campaign.tasks}
+    keys = zip(frame["algo"], frame["env"], frame["seed"], strict=True)
+    return frame.assign(series=[names.get((algo, env, int(seed)), algo) for algo, env, seed in keys])
+
+
+def _grid(campaign: Campaign, tuning_seeds: bool = True) -> dict[str, list[str]]:
+    """:return: Each env of the campaign's runs with its series (:func:`series`), algorithms in the order of their
+    first run, a series on tuning seeds after its algorithm's other one; without ``tuning_seeds`` the compared ones"""
+    tasks = [task for task in campaign.tasks if tuning_seeds or task.name not in campaign.tuning_seeds]
+    first = {algo: index for index, algo in enumerate(dict.fromkeys(task.algo for task in campaign.tasks))}
+    grid = {}
+    for env in dict.fromkeys(task.env for task in campaign.tasks):
+        names = {
+            series(campaign, task): (first[task.algo], task.name in campaign.tuning_seeds) for task in tasks if task.env == env
+        }
+        if names:
+            grid[env] = sorted(names, key=names.__getitem__)
+    return grid
+
+
+def _plotted(campaign: Campaign, frame: pd.DataFrame) -> dict[str, list[str]]:
+    """:return: The envs with evaluations of a compared series, with those series: what the curves show"""
+    frame = _with_series(campaign, frame)
+    grid = {
+        env: [name for name in names if ((frame["env"] == env) & (frame["series"] == name)).any()]
+        for env, names in _grid(campaign, False).items()
+    }
+    return {env: names for env, names in grid.items() if names}
 
 
 def _mark_label(clock: str) -> Callable[[float], str]:
@@ -295,22 +336,30 @@ def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
         "far: each seed's best evaluation after step 0 up to now (the paper's metric), Env steps there: the steps each "
         "seed has reached.\n",
     ]
+    if campaign.tuning_seeds:
+        lines[0] = lines[0][:-1] + (
+            " An algorithm marked (tuning seeds) ran on the seeds its entry was chosen on: listed here, left out of the "
+            "comparison (Who leads, the curves).\n"
+        )
+    frame, plotted = _with_series(campaign, frame), _plotted(campaign, frame)
     for env, algos in _grid(campaign).items():
         rows = []
         for algo in algos:
-            runs = frame[(frame["algo"] == algo) & (frame["env"] == env)]
+            runs = frame[(frame["series"] == algo) & (frame["env"] == env)]
             if len(runs):
                 rows += marks_rows(runs, algo, clock, marks, _mark_label(clock))
                 best = runs[runs["timesteps"] > 0].groupby("seed")["mean_return"].max()
                 end = runs.sort_values("timesteps").groupby("seed").tail(1)
                 rows.append(report_row(algo, "best so far", best.tolist(), end["timesteps"].tolist()))
         lines += [f"## {env}", ""]
-        if not rows:  # no plots either (plot_campaign draws the envs with evaluations)
+        if not rows:
             lines += ["No evaluation yet.", ""]
             continue
         name = harness.safe_name(env)
         lines += [*reporting.markdown_table(MARKS_HEADER, rows), ""]
-        lines += [f"![{env} against env steps]({name}_steps.png)", "", f"![{env} against CPU seconds]({name}_cpu.png)", ""]
+        if env in plotted:  # plot_campaign draws the envs with evaluations of a compared series
+            lines += [f"![{env} against env steps]({name}_steps.png)", "", f"![{env} against CPU seconds]({name}_cpu.png)"]
+            lines += [""]
     return lines
 
 
@@ -330,11 +379,11 @@ class BestWithinBudget:
 
 
 def best_within_budget(campaign: Campaign, frame: pd.DataFrame, env: str, algo: str) -> BestWithinBudget:
-    """:return: ``algo``'s runs on ``env`` in the paper's metric, from ``evaluations.csv`` (``frame``) and
-    ``run_metadata.json`` only (the committed data)"""
+    """:return: The runs of series ``algo`` (:func:`series`) on ``env`` in the paper's metric, from
+    ``evaluations.csv`` (``frame``) and ``run_metadata.json`` only (the committed data)"""
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     best, seeds, finals, statuses, cpu = [], [], [], [], 0.0
-    for task in (task for task in campaign.tasks if task.env == env and task.algo == algo):
+    for task in (task for task in campaign.tasks if task.env == env and series(campaign, task) == algo):
         run = frame[store.is_run(frame, task) & (frame["timesteps"] > 0)].sort_values("timesteps")
         status = metadata.get(task.name, {}).get("status", "running" if len(run) else "to do")
         statuses.append(status)
@@ -360,7 +409,7 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     header = ["Task", *reference.columns, "Ours", "Best (mean)", "95% CI", "Best per seed", f"Ratio to {first}"]
     header += ["Final per seed", "CPU-h"]
     rows = []
-    for env, algos in _grid(campaign).items():
+    for env, algos in _grid(campaign, tuning_seeds=False).items():
         for algo in algos:
             ours = best_within_budget(campaign, frame, env, algo)
             low, high = bootstrap_interval(list(ours.best))
@@ -383,16 +432,17 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
 
 def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     """:return: The markdown lines saying, per env and report mark, which algorithm leads (the mean over seeds there,
-    a permutation test of the leader against the runner-up); nothing when no env has two algorithms"""
+    a permutation test of the leader against the runner-up; runs on tuning seeds left out); nothing when no env has
+    two algorithms"""
     clock, marks = campaign.report_marks
-    rows = []
-    for env, algos in _grid(campaign).items():
+    frame, rows = _with_series(campaign, frame), []
+    for env, algos in _grid(campaign, tuning_seeds=False).items():
         if len(algos) < 2:
             continue
         for mark in marks:
             found = {}
             for algo in algos:
-                runs = frame[(frame["algo"] == algo) & (frame["env"] == env)]
+                runs = frame[(frame["series"] == algo) & (frame["env"] == env)]
                 values = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
                 found[algo] = [value[0] for value in values if value is not None]
             ranked = sorted((algo for algo in algos if found[algo]), key=lambda algo: -float(np.mean(found[algo])))
@@ -410,7 +460,9 @@ def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     return [
         "Per mark: each algorithm's mean return over its seeds there (their number in brackets), best first; the "
         "leader against the runner-up by the two-sided permutation test of the difference of the means, with the "
-        "smallest p-value that these seed counts can give.\n",
+        "smallest p-value that these seed counts can give."
+        + (" Runs on the seeds their entry was chosen on are left out." if campaign.tuning_seeds else "")
+        + "\n",
         *reporting.markdown_table(["Task", "At", "Mean return (seeds), best first", "Leader vs runner-up"], rows),
     ]
 
@@ -427,7 +479,7 @@ def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> 
     start, end = (f"<!-- campaign {campaign.path.name}: {side} -->" for side in ("start", "end"))
     table = reference_table(campaign, frame) if campaign.reference is not None else leaders_table(campaign, frame)
     suffix, axis = ("steps", "env steps") if campaign.reference is not None else ("cpu", "CPU seconds")
-    envs = [env for env in _grid(campaign) if (frame["env"] == env).any()]
+    envs = list(_plotted(campaign, frame))
     changed = []
     for path in campaign.docs:
         folder = Path(os.path.relpath(campaign.out, path.parent)).as_posix()
@@ -447,25 +499,26 @@ def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> 
 
 def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
     """Write ``<env>_steps.png`` and ``<env>_cpu.png`` per env with evaluations: per algorithm the mean over seeds with
-    a min-max band and each seed's curve, against env steps and CPU seconds of training. :return: The written files"""
+    a min-max band and each seed's curve, against env steps and CPU seconds of training; runs on tuning seeds are left
+    out. :return: The written files"""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    paths = []
-    for env, algos in _grid(campaign).items():
+    paths, frame, plotted = [], _with_series(campaign, frame), _plotted(campaign, frame)
+    for env in set(_grid(campaign)) - set(plotted):  # curves drawn before the runs were set apart
+        for suffix in ("steps", "cpu"):
+            (campaign.out / f"{harness.safe_name(env)}_{suffix}.png").unlink(missing_ok=True)
+    for env, algos in plotted.items():
         env_frame = frame[frame["env"] == env]
-        if not len(env_frame):
-            continue
         for clock, suffix, xlabel in (
             ("timesteps", "steps", "env steps"),
             ("cpu_time_s", "cpu", "CPU seconds of training (evaluation excluded)"),
         ):
             fig, ax = plt.subplots(figsize=(7, 4.5))
             for algo in algos:
-                if (env_frame["algo"] == algo).any():
-                    draw_on_clock(ax, env_frame[env_frame["algo"] == algo], clock, algo, seeds=True)
+                draw_on_clock(ax, env_frame[env_frame["series"] == algo], clock, algo, seeds=True)
             paths.append(save_plot(fig, ax, env, xlabel, {"eval"}, campaign.out / f"{harness.safe_name(env)}_{suffix}.png"))
     return paths
 

@@ -77,6 +77,7 @@ def test_runs_go_seed_by_seed_in_the_file_order(tmp_path: Path) -> None:
         ({"reference": {"algo": "a2c", "columns": {}}}, "must map column names"),
         ({"reference": {"algo": "a2c", "table": {}}}, "'reference' takes algo, columns"),
         ({"docs": "docs/page.md"}, "'docs' must be a list"),
+        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "tuning_seeds": "yes"}]}, "true or false"),
         (
             {"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "stop_below": {"by_steps": 5}}]},
             "stop_below must be",
@@ -161,12 +162,16 @@ def test_bootstrap_interval_and_marks() -> None:
 def test_cpu_hour_campaign_file() -> None:
     loaded = campaign.load_campaign(CAMPAIGNS_DIR / "cpu_hour.yml")
     assert loaded.out == Path("benchmarks/results/cpu_hour")
-    assert len(loaded.tasks) == 45 and all(task.cpu_budget == 3600 and task.eval_cpu_seconds == 300 for task in loaded.tasks)
+    assert len(loaded.tasks) == 57 and all(task.cpu_budget == 3600 and task.eval_cpu_seconds == 300 for task in loaded.tasks)
     assert all(task.n_eval_episodes == 10 and task.eval_freq == harness.TIME_BUDGET_STEP_CAP for task in loaded.tasks)
     # seed 0 of every (algorithm, task) first, Trust-PCL and SAC before TRPO
     first = [(task.algo, task.env, task.seed) for task in loaded.tasks[:15]]
     assert first == [(algo, env, 0) for algo in ("trust_pcl", "sac", "trpo") for env in MUJOCO]
-    assert [task.seed for task in loaded.tasks] == [0] * 15 + [1] * 15 + [2] * 15
+    assert [task.seed for task in loaded.tasks] == [0] * 15 + [1] * 15 + [2] * 15 + [100] * 4 + [101] * 4 + [102] * 4
+    # Trust-PCL's tuned entries (all but Ant's) were chosen on seeds 0-2: those runs are apart, seeds 100-102 compared
+    tuned = [env for env in MUJOCO if env != "Ant-v5"]
+    assert loaded.tuning_seeds == {f"trust_pcl__{env}__seed{seed}" for env in tuned for seed in (0, 1, 2)}
+    assert all(task.algo == "trust_pcl" and task.env in tuned for task in loaded.tasks if task.seed >= 100)
     assert loaded.report_marks == ("cpu_time_s", (900.0, 1800.0, 3600.0))
     sac = loaded.tasks[5]
     assert algorithms.load_hyperparams("sac", sac.env, sac.hyperparams_dir, sac.zoo_v4_entries)[1].endswith(
@@ -291,6 +296,45 @@ def test_who_leads_at_each_mark(tmp_path: Path) -> None:
     assert campaign.write_docs(loaded, frame) == [doc] and table in doc.read_text()
     one_algo = {**spec, "runs": runs[:1]}
     assert campaign.leaders_table(campaign.load_campaign(_write(tmp_path, one_algo), tmp_path / "c"), frame) == []
+
+
+def test_runs_on_tuning_seeds_are_listed_apart_and_left_out_of_the_comparison(tmp_path: Path) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text("<!-- campaign campaign.yml: start -->\n<!-- campaign campaign.yml: end -->\n")
+    runs = [
+        {"algo": "a2c", "env": "CartPole-v1", "seeds": [0, 1], "steps": 800, "tuning_seeds": True},
+        {"algo": "ppo", "env": "CartPole-v1", "seeds": [0, 1], "steps": 800},
+        {"algo": "a2c", "env": "CartPole-v1", "seeds": [100, 101], "steps": 800},
+        {"algo": "a2c", "env": "Acrobot-v1", "seeds": [0], "steps": 800, "tuning_seeds": True},
+    ]
+    spec = {**_tiny(tmp_path), "runs": runs, "report": {"steps": [800]}, "docs": [str(doc)]}
+    path = _write(tmp_path, spec)
+    loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
+    assert loaded.tuning_seeds == {"a2c__CartPole-v1__seed0", "a2c__CartPole-v1__seed1", "a2c__Acrobot-v1__seed0"}
+    assert [campaign.series(loaded, task) for task in loaded.tasks[:2]] == ["a2c (tuning seeds)", "ppo"]
+    returns = {("a2c", 0): 500, ("a2c", 1): 480, ("ppo", 0): 200, ("ppo", 1): 220, ("a2c", 100): 100, ("a2c", 101): 120}
+    rows = [
+        {"algo": algo, "env": "CartPole-v1", "seed": seed, "timesteps": steps, "mean_return": value, "cpu_time_s": 1.0}
+        for (algo, seed), value in returns.items()
+        for steps in (0, 800)
+    ]
+    rows.append({"algo": "a2c", "env": "Acrobot-v1", "seed": 0, "timesteps": 800, "mean_return": -90.0, "cpu_time_s": 1.0})
+    out = tmp_path / "out"
+    out.mkdir()
+    pd.DataFrame(rows).reindex(columns=list(store.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
+    frame = store.read_evaluations(out)
+    # the comparison sets a2c's seeds 100-101 (110) against ppo's; its tuning seeds (490) would have reversed it
+    leaders = "\n".join(campaign.leaders_table(loaded, frame))
+    assert "| CartPole-v1 | 800 | ppo 210.0 (2) > a2c 110.0 (2) |" in leaders and "tuning" not in leaders.split("|", 1)[1]
+    assert "left out" in leaders and "Acrobot" not in leaders
+    report = campaign.write_report(loaded).read_text()
+    assert "| a2c (tuning seeds) | 800 | 2/2 | 490.0 |" in report and "| a2c | 800 | 2/2 | 110.0 |" in report
+    assert "| a2c (tuning seeds) | 800 | 1/1 | -90.0 |" in report  # Acrobot: only tuning seeds, listed, not drawn
+    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", report)
+    assert linked and all((out / name).is_file() for name in linked) and "Acrobot" not in "".join(linked)
+    assert not (out / "Acrobot-v1_cpu.png").exists()
+    block = doc.read_text()
+    assert leaders in block and "Acrobot" not in block and "490" not in block
 
 
 @pytest.mark.repo
