@@ -430,31 +430,57 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     ]
 
 
-def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
-    """:return: The markdown lines saying, per env and report mark, which algorithm leads (the mean over seeds there,
-    a permutation test of the leader against the runner-up; runs on tuning seeds left out); nothing when no env has
-    two algorithms"""
+@dataclasses.dataclass(frozen=True)
+class Lead:
+    """Who leads on one env at one report mark: the compared series with evaluations there, best mean first."""
+
+    env: str
+    mark: float
+    ranked: tuple[tuple[str, tuple[float, ...]], ...]  # (series, each seed's return at the mark), best mean first
+    p_value: float = math.nan  # the leader against the runner-up when both have 2 seeds or more, else NaN
+    smallest_p: float = math.nan  # the smallest p-value that those two seed counts can give
+
+    @property
+    def means(self) -> dict[str, float]:
+        return {name: float(np.mean(values)) for name, values in self.ranked}
+
+
+def leads(campaign: Campaign, frame: pd.DataFrame) -> list[Lead]:
+    """:return: Per env with two compared series or more and per report mark, who leads (the mean over seeds there; a
+    permutation test of the leader against the runner-up); runs on tuning seeds left out"""
     clock, marks = campaign.report_marks
-    frame, rows = _with_series(campaign, frame), []
+    frame, found = _with_series(campaign, frame), []
     for env, algos in _grid(campaign, tuning_seeds=False).items():
         if len(algos) < 2:
             continue
         for mark in marks:
-            found = {}
+            values = {}
             for algo in algos:
                 runs = frame[(frame["series"] == algo) & (frame["env"] == env)]
-                values = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
-                found[algo] = [value[0] for value in values if value is not None]
-            ranked = sorted((algo for algo in algos if found[algo]), key=lambda algo: -float(np.mean(found[algo])))
-            cells = [f"{algo} {reporting.number(float(np.mean(found[algo])))} ({len(found[algo])})" for algo in ranked]
-            verdict = "-"
-            if len(ranked) >= 2 and min(len(found[ranked[0]]), len(found[ranked[1]])) >= 2:
-                first, second = found[ranked[0]], found[ranked[1]]
-                p = reporting.permutation_p_value(first, second)
+                there = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
+                values[algo] = tuple(value[0] for value in there if value is not None)
+            ranked = sorted((algo for algo in algos if values[algo]), key=lambda algo: -float(np.mean(values[algo])))
+            lead = Lead(env, mark, tuple((algo, values[algo]) for algo in ranked))
+            if len(ranked) >= 2 and min(len(values[ranked[0]]), len(values[ranked[1]])) >= 2:
+                first, second = values[ranked[0]], values[ranked[1]]
+                p_value = reporting.permutation_p_value(first, second)
                 floor = reporting.permutation_p_value(np.arange(len(first)) + 1e9, np.arange(len(second)))
-                verdict = f"{ranked[0]} ahead" if p < 0.05 else "not distinguishable"
-                verdict += f" (p = {p:.2g}; smallest possible {floor:.2g})"
-            rows.append([env, _mark_label(clock)(mark), " > ".join(cells) or "-", verdict])
+                lead = dataclasses.replace(lead, p_value=p_value, smallest_p=floor)
+            found.append(lead)
+    return found
+
+
+def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
+    """:return: The markdown lines of :func:`leads`; nothing when no env has two algorithms"""
+    rows = []
+    for lead in leads(campaign, frame):
+        means = lead.means
+        cells = [f"{algo} {reporting.number(means[algo])} ({len(values)})" for algo, values in lead.ranked]
+        verdict = "-"
+        if not math.isnan(lead.p_value):
+            verdict = f"{lead.ranked[0][0]} ahead" if lead.p_value < 0.05 else "not distinguishable"
+            verdict += f" (p = {lead.p_value:.2g}; smallest possible {lead.smallest_p:.2g})"
+        rows.append([lead.env, _mark_label(campaign.report_marks[0])(lead.mark), " > ".join(cells) or "-", verdict])
     if not rows:
         return []
     return [

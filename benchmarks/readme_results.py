@@ -8,9 +8,10 @@ exits with 1 when README.md differs from what the data gives (the test suite run
 Statistics, the same for every row: *mean [low, high]* is the mean over seeds with a 95% percentile bootstrap interval
 of the mean (10,000 resamples, a fixed generator seed, so the table is reproducible); *p* is the two-sided permutation
 test of the difference of the two means (exact: every split of the pooled seeds). A difference with p >= 0.05 is
-written "not distinguishable". The last row is no comparison of runs: it sets the paper_table1 campaign (the paper's
-recipe at the paper's budget) beside the paper's published Table 1 as a ratio, with the numbers of that campaign's
-report (:func:`benchmarks.campaign.best_within_budget`).
+written "not distinguishable". The CPU-hour row sets Trust-PCL against SAC and TRPO at equal CPU time with the numbers
+of the cpu_hour campaign's *Who leads* table (:func:`benchmarks.campaign.leads`). The last row is no comparison of
+runs: it sets the paper_table1 campaign (the paper's recipe at the paper's budget) beside the paper's published Table 1
+as a ratio, with the numbers of that campaign's report (:func:`benchmarks.campaign.best_within_budget`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.campaign import best_within_budget, load_campaign
+from benchmarks import store
+from benchmarks.campaign import Campaign, best_within_budget, leads, load_campaign
+from benchmarks.harness import RUN_METADATA_FILENAME, read_json
 from benchmarks.reporting import bootstrap_interval, markdown_table, permutation_p_value, steps
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -267,11 +270,16 @@ def algorithmic_rows() -> tuple[list[list[str]], list[str]]:
 PAPER_CAMPAIGN = Path("benchmarks") / "campaigns" / "paper_table1.yml"
 
 
+def repo_campaign(path: Path) -> Campaign:
+    """:return: The campaign file ``path`` (relative to the repository) with its output folder in this checkout"""
+    campaign = load_campaign(REPO_ROOT / path)
+    return dataclasses.replace(campaign, out=REPO_ROOT / campaign.out)
+
+
 def paper_row() -> tuple[list[str], list[str]]:
     """:return: The row setting the paper's recipe beside the paper's Table 1 (per task: our best evaluation within the
     budget, mean over seeds, against the published number, as a ratio), and its sources"""
-    campaign = load_campaign(REPO_ROOT / PAPER_CAMPAIGN)
-    campaign = dataclasses.replace(campaign, out=REPO_ROOT / campaign.out)
+    campaign = repo_campaign(PAPER_CAMPAIGN)
     reference = campaign.reference
     if reference is None:
         raise ValueError(f"{PAPER_CAMPAIGN} has no reference")
@@ -314,13 +322,114 @@ def paper_row() -> tuple[list[str], list[str]]:
     return cells, sources
 
 
+#: the campaign of Trust-PCL, SAC and TRPO given the same CPU time per run
+CPU_HOUR_CAMPAIGN = Path("benchmarks") / "campaigns" / "cpu_hour.yml"
+DISPLAY_NAMES = {"trust_pcl": "Trust-PCL", "sac": "SAC", "trpo": "TRPO"}
+
+
+def task_list(envs: Sequence[str]) -> str:
+    """:return: ``HalfCheetah / Hopper-v5`` for envs of one version suffix ``-v5``, else the ids joined by ``/``"""
+    if all(env.endswith("-v5") for env in envs):
+        return " / ".join(env.removesuffix("-v5") for env in envs) + "-v5"
+    return " / ".join(envs)
+
+
+def cpu_hour_row(campaign: Campaign | None = None) -> tuple[list[str], list[str]]:
+    """:return: The row of the equal-CPU-time campaign (runs on tuning seeds left out, as in its report): per task each
+    algorithm's return at the last report mark (mean over the seeds there [bootstrap interval]), who leads at every
+    mark (a leader is named once each algorithm has a seed there), the permutation test of the leader against the
+    runner-up, and how many of the compared runs are done; and its sources. The first algorithm of the campaign file
+    is ours, the others the baselines.
+
+    :param campaign: The campaign (default: ``benchmarks/campaigns/cpu_hour.yml``), with CPU-second report marks"""
+    campaign = repo_campaign(CPU_HOUR_CAMPAIGN) if campaign is None else campaign
+    frame = store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
+    clock, marks = campaign.report_marks
+    if clock != "cpu_time_s" or not marks:
+        raise ValueError(f"{CPU_HOUR_CAMPAIGN} must report at marks of CPU seconds")
+    compared = [task for task in campaign.tasks if task.name not in campaign.tuning_seeds]
+    algos = list(dict.fromkeys(task.algo for task in compared))
+    envs = list(dict.fromkeys(task.env for task in campaign.tasks))
+    found = leads(campaign, frame)
+    by_mark = {(lead.env, lead.mark): dict(lead.ranked) for lead in found}
+    metadata = read_json(campaign.out / RUN_METADATA_FILENAME, {})
+    done = sum(metadata.get(task.name, {}).get("status") == "done" for task in compared)
+    label = {algo: DISPLAY_NAMES.get(algo, algo) for algo in algos}
+    seeds_per_run = {(task.algo, task.env): [] for task in compared}
+    for task in compared:
+        seeds_per_run[task.algo, task.env].append(task.seed)
+
+    def at_last_mark(algo: str) -> str:
+        cells = []
+        for env in envs:
+            values = by_mark.get((env, marks[-1]), {}).get(algo, ())
+            cell = number(float(np.mean(values))) if values else "-"
+            if len(values) >= 2:
+                low, high = bootstrap_interval(np.asarray(values))
+                cell += f" [{number(low)}, {number(high)}]"
+            expected = len(seeds_per_run[algo, env])
+            cells.append(cell + (f" ({len(values)}/{expected} seeds)" if values and len(values) < expected else ""))
+        return " / ".join(cells)
+
+    first = {(lead.env, lead.mark): label[lead.ranked[0][0]] for lead in found if len(lead.ranked) == len(algos)}
+    leaders = [f"{env.removesuffix('-v5')} {', '.join(first.get((env, mark), '-') for mark in marks)}" for env in envs]
+    tested, verdicts = [lead for lead in found if not math.isnan(lead.p_value)], []
+    ahead = [lead for lead in tested if lead.p_value < SIGNIFICANCE]
+    if ahead:
+        verdicts = [
+            f"{label[lead.ranked[0][0]]} ahead on {lead.env.removesuffix('-v5')} at {lead.mark / 60:g} CPU-min "
+            f"(p = {lead.p_value:.2g})"
+            for lead in ahead
+        ]
+    elif tested:
+        floor = min(lead.smallest_p for lead in tested)
+        verdicts = [f"no leader distinguishable (p >= {floor:.2f} with these seed counts)"]
+    marks_label = " / ".join(f"{mark / 60:g}" for mark in marks)
+    difference = f"leader at {marks_label} CPU-min: {'; '.join(leaders)}; " + ("; ".join(verdicts) or "no test yet")
+    if done < len(compared):
+        difference = f"{done} of {len(compared)} runs done; " + difference
+    seed_groups: dict[str, list[str]] = collections.defaultdict(list)
+    for algo in algos:
+        per_env: dict[str, list[str]] = collections.defaultdict(list)
+        for env in envs:
+            per_env[seed_list(seeds_per_run[algo, env])].append(env.removesuffix("-v5"))
+        common = max(per_env, key=lambda seeds: len(per_env[seeds]))
+        others = "; ".join(f"{', '.join(tasks)} {seeds}" for seeds, tasks in per_env.items() if seeds != common)
+        seed_groups[common + (f" ({others})" if others else "")].append(label[algo])
+    seeds_cell = "; ".join(f"{', '.join(names)} {seeds}" for seeds, names in seed_groups.items())
+    ours, baselines = algos[0], algos[1:]
+    budget = max(task.cpu_budget or 0.0 for task in compared)
+    cells = [
+        f"{label[ours]} (fixed λ; Ant: adaptive λ)",
+        f"{task_list(envs)}, {budget:g} CPU-s per run: return at {marks[-1] / 60:g} CPU-min",
+        seeds_cell,
+        at_last_mark(ours),
+        "; ".join(f"{label[algo]} {at_last_mark(algo)}" for algo in baselines),
+        difference,
+        f"{link(campaign.out.name)}, [which algorithm](docs/trust_pcl.md#which-algorithm-for-which-budget)",
+    ]
+    path = campaign.out / "evaluations.csv"
+    csv = (path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path).as_posix()
+    sources = [
+        f"{label[algo]} | {env} | return at {mark / 60:g} CPU-min: {csv} [algo={algo}, env={env}, seeds "
+        f"{seed_list(seeds_per_run[algo, env])}], per seed there "
+        + (", ".join(map(number, by_mark.get((env, mark), {}).get(algo, ()))) or "-")
+        for env in envs
+        for algo in algos
+        for mark in marks
+    ]
+    return cells, sources
+
+
 def render() -> tuple[str, list[str]]:
     """:return: The markdown table (between the markers) and the sources of its cells"""
     compared = [row.cells() for row in rows()]
     algorithmic, algorithmic_sources = algorithmic_rows()
     paper, paper_sources = paper_row()
-    lines = [cells for cells, _ in compared] + algorithmic + [paper]
-    sources = [source for _, row_sources in compared for source in row_sources] + algorithmic_sources + paper_sources
+    cpu_hour, cpu_hour_sources = cpu_hour_row()
+    lines = [cells for cells, _ in compared] + algorithmic + [cpu_hour, paper]
+    sources = [source for _, row_sources in compared for source in row_sources] + algorithmic_sources
+    sources += cpu_hour_sources + paper_sources
     header = ["Algorithm", "Task, budget: quantity", "Seeds", "sb3_pcl", "Baseline", "Difference", "Data"]
     return "\n".join([BEGIN, *markdown_table(header, lines), END]), sources
 

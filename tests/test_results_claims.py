@@ -1,15 +1,18 @@
 """The published numbers: README.md's results table against the committed data, and the harness's refusal to write over
 committed results."""
 
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
-from benchmarks import readme_results, run
+from benchmarks import campaign, harness, readme_results, run, store
 from benchmarks.reporting import bootstrap_interval, permutation_p_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +38,60 @@ def test_readme_paper_row_agrees_with_the_campaign_report() -> None:
     tasks = cells[1].split(",")[0].removesuffix("-v5").split(" / ")
     assert [ratios[f"{task}-v5"] for task in tasks] == cells[5].split(";")[0].removeprefix("ratio ").split(" / ")
     assert len(sources) == len(tasks) == 5
+
+
+@pytest.mark.repo
+def test_readme_cpu_hour_row_agrees_with_the_campaign_report() -> None:
+    """The README's CPU-hour row and the cpu_hour report's *Who leads* table come from one function (campaign.leads):
+    per task, each algorithm's mean at 60 CPU-min is the same number (to the README's 3 significant digits)."""
+    cells, sources = readme_results.cpu_hour_row()
+    report = (ROOT / "benchmarks" / "results" / "cpu_hour" / "results.md").read_text()
+    means = {}
+    for line in report.splitlines():
+        fields = [field.strip() for field in line.split("|")[1:-1]]
+        if len(fields) == 4 and fields[1] == "60 CPU-min":
+            for entry in fields[2].split(" > "):
+                if entry != "-":
+                    algo, value, _ = entry.split(" ")
+                    means[fields[0], algo] = float(value)
+    tasks = cells[1].split(",")[0].removesuffix("-v5").split(" / ")
+    columns = {"trust_pcl": cells[3], **dict(part.split(" ", 1) for part in cells[4].split("; "))}
+    assert set(columns) == {"trust_pcl", "SAC", "TRPO"} and len(sources) == 5 * 3 * 3
+    for name, column in columns.items():
+        algo = {"SAC": "sac", "TRPO": "trpo"}.get(name, name)
+        for task, cell in zip(tasks, column.split(" / "), strict=True):
+            expected = means.get((f"{task}-v5", algo))
+            assert (cell == "-") == (expected is None), (task, algo, cell)
+            if expected is not None:
+                assert float(cell.split(" ")[0]) == pytest.approx(expected, rel=5e-3), (task, algo, cell)
+
+
+def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Path) -> None:
+    runs = [{"algo": algo, "env": "CartPole-v1", "seeds": [0, 1, 2], "cpu_seconds": 60} for algo in ("a2c", "ppo")]
+    spec = {"out": str(tmp_path / "out"), "eval": {"every_cpu_seconds": 30}, "runs": runs, "report": {"cpu_seconds": [30, 60]}}
+    (tmp_path / "c.yml").write_text(yaml.safe_dump(spec))
+    loaded = campaign.load_campaign(tmp_path / "c.yml", tmp_path / "checkpoints")
+    returns = {("a2c", 30): [10, 20, 30], ("a2c", 60): [200, 210, 220], ("ppo", 30): [40, 50, 60], ("ppo", 60): [100, 110]}
+    rows = [
+        {"algo": algo, "env": "CartPole-v1", "seed": seed, "timesteps": cpu * 10, "mean_return": value, "cpu_time_s": cpu}
+        for (algo, cpu), values in returns.items()
+        for seed, value in enumerate(values)
+    ]
+    out = tmp_path / "out"
+    out.mkdir()
+    pd.DataFrame(rows).reindex(columns=list(store.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
+    done = {task.name: {"status": "done"} for task in loaded.tasks[:5]}
+    (out / harness.RUN_METADATA_FILENAME).write_text(json.dumps(done))
+    cells, sources = readme_results.cpu_hour_row(loaded)
+    assert cells[1] == "CartPole-v1, 60 CPU-s per run: return at 1 CPU-min"
+    assert cells[2] == "a2c, ppo 0-2"
+    assert cells[3] == "210 [200, 220]" and cells[4] == "ppo 105 [100, 110] (2/3 seeds)"
+    # fully separated at both marks, yet 3 against 3 (or 2) seeds cannot give p < 0.1: no leader is told apart
+    assert cells[5] == (
+        "5 of 6 runs done; leader at 0.5 / 1 CPU-min: CartPole-v1 ppo, a2c; "
+        "no leader distinguishable (p >= 0.10 with these seed counts)"
+    )
+    assert "per seed there 100, 110" in sources[-1]
 
 
 def test_check_fails_on_a_changed_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
