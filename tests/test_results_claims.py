@@ -66,23 +66,30 @@ def test_readme_cpu_hour_row_agrees_with_the_campaign_report() -> None:
                 assert float(cell.split(" ")[0]) == pytest.approx(expected, rel=5e-3), (task, algo, cell)
 
 
-def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Path) -> None:
-    runs = [{"algo": algo, "env": "CartPole-v1", "seeds": [0, 1, 2], "cpu_seconds": 60} for algo in ("a2c", "ppo")]
-    spec = {"out": str(tmp_path / "out"), "eval": {"every_cpu_seconds": 30}, "runs": runs, "report": {"cpu_seconds": [30, 60]}}
+def _cpu_hour_campaign(tmp_path: Path, returns: dict[tuple[str, int], list[int]], done: int) -> campaign.Campaign:
+    """:return: A campaign of a2c and ppo on CartPole-v1 for 60 CPU-s with ``returns`` per (algo, CPU-s), its first
+    ``done`` runs recorded as done"""
+    seeds = list(range(max(len(values) for values in returns.values())))
+    runs = [{"algo": algo, "env": "CartPole-v1", "seeds": seeds, "cpu_seconds": 60} for algo in ("a2c", "ppo")]
+    out = tmp_path / "out"
+    spec = {"out": str(out), "eval": {"every_cpu_seconds": 30}, "runs": runs, "report": {"cpu_seconds": [30, 60]}}
     (tmp_path / "c.yml").write_text(yaml.safe_dump(spec))
     loaded = campaign.load_campaign(tmp_path / "c.yml", tmp_path / "checkpoints")
-    returns = {("a2c", 30): [10, 20, 30], ("a2c", 60): [200, 210, 220], ("ppo", 30): [40, 50, 60], ("ppo", 60): [100, 110]}
     rows = [
         {"algo": algo, "env": "CartPole-v1", "seed": seed, "timesteps": cpu * 10, "mean_return": value, "cpu_time_s": cpu}
         for (algo, cpu), values in returns.items()
         for seed, value in enumerate(values)
     ]
-    out = tmp_path / "out"
-    out.mkdir()
+    out.mkdir(exist_ok=True)
     pd.DataFrame(rows).reindex(columns=list(store.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
-    done = {task.name: {"status": "done"} for task in loaded.tasks[:5]}
-    (out / harness.RUN_METADATA_FILENAME).write_text(json.dumps(done))
-    cells, sources = readme_results.cpu_hour_row(loaded)
+    metadata = {task.name: {"status": "done"} for task in loaded.tasks[:done]}
+    (out / harness.RUN_METADATA_FILENAME).write_text(json.dumps(metadata))
+    return loaded
+
+
+def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Path) -> None:
+    returns = {("a2c", 30): [10, 20, 30], ("a2c", 60): [200, 210, 220], ("ppo", 30): [40, 50, 60], ("ppo", 60): [100, 110]}
+    cells, sources = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=5))
     assert cells[1] == "CartPole-v1, 60 CPU-s per run: return at 1 CPU-min"
     assert cells[2] == "a2c, ppo 0-2"
     assert cells[3] == "210 [200, 220]" and cells[4] == "ppo 105 [100, 110] (2/3 seeds)"
@@ -92,6 +99,10 @@ def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Pat
         "no leader distinguishable (p >= 0.10 with these seed counts)"
     )
     assert "per seed there 100, 110" in sources[-1]
+    # 4 against 4 seeds, fully separated at 60 CPU-s: p = 2 / C(8, 4); at 30 CPU-s they overlap
+    returns = {("a2c", 30): [1, 5, 3, 7], ("a2c", 60): [9, 10, 11, 12], ("ppo", 30): [2, 6, 4, 8], ("ppo", 60): [1, 2, 3, 4]}
+    cells, _ = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8))
+    assert cells[5] == "leader at 0.5 / 1 CPU-min: CartPole-v1 ppo, a2c; a2c ahead on CartPole-v1 at 1 CPU-min (p = 0.029)"
 
 
 def test_check_fails_on_a_changed_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
