@@ -570,11 +570,14 @@ def write_report(campaign: Campaign) -> Path:
     if sources:
         lines += ["## Hyperparameters", "", *reporting.markdown_table(["Algorithm", "Env", "Entry"], sources), ""]
     config = harness.read_json(campaign.out / harness.CONFIG_FILENAME, {"invocations": []})
-    rows = [
-        [f"`{entry['command']}`", entry.get("machine", {}).get("git", "?"), entry["started"], entry.get("finished") or "-"]
-        for entry in config["invocations"]
-    ]
-    lines += ["## Invocations", "", *reporting.markdown_table(["Command", "Git", "Started", "Finished"], rows), ""]
+    rows = []
+    for entry in config["invocations"]:
+        machine = entry.get("machine", {})
+        versions = [f"{name} {machine[name]}" for name in ("torch", "stable-baselines3", "rl_zoo3") if name in machine]
+        where = "; ".join([f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores", ", ".join(versions) or "?"])
+        rows.append([f"`{entry['command']}`", machine.get("git", "?"), where, entry["started"], entry.get("finished") or "-"])
+    header = ["Command", "Git", "Machine", "Started", "Finished"]
+    lines += ["## Invocations", "", *reporting.markdown_table(header, rows), ""]
     path = campaign.out / harness.SUMMARY_FILENAME
     write_atomically(path, "\n".join(lines))
     return path

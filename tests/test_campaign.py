@@ -136,6 +136,8 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
     assert "3 runs: 2 done, 1 stopped, 0 partial, 0 failed, 0 to do" in text
     report = (out / "results.md").read_text()
     assert "## CartPole-v1" in report and "| a2c | 600 | 2/2 |" in report and "| ppo | 1.2k | 0/1 |" in report
+    machine = harness.machine_info()  # each invocation's row says where it ran, with the versions that matter
+    assert f"| {machine['cpu']}, {machine['cores']} cores; torch {machine['torch']}, stable-baselines3 " in report
     for name in ("CartPole-v1_steps.png", "CartPole-v1_cpu.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
