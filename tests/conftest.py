@@ -1,5 +1,6 @@
 """Shared pytest fixtures."""
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -13,3 +14,16 @@ def _single_torch_thread() -> Iterator[None]:
     th.set_num_threads(1)
     yield
     th.set_num_threads(n_threads)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """SB3's ``configure()`` makes a new ``SB3-<date>`` folder in the system temp dir for every model that learns
+    without a log folder; one test run makes thousands. Point them at one folder under pytest's own temp dir."""
+    previous = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3_logdir"))
+    yield
+    if previous is None:
+        del os.environ["SB3_LOGDIR"]
+    else:
+        os.environ["SB3_LOGDIR"] = previous
