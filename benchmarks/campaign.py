@@ -228,7 +228,8 @@ def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, t
 def run_states(campaign: Campaign) -> pd.DataFrame:
     """:return: One row per run, in run order: ``name, algo, env, seed, state`` (``done``, ``stopped``, ``failed``,
     ``partial`` or ``to do``), ``timesteps``, ``cpu_time_s`` (spent), ``budget`` (``"3600 CPU-s"``, ``"10M steps"``),
-    ``cpu_left_s`` (estimated; NaN when unknown) and ``last_return``"""
+    ``cpu_left_s`` (estimated; NaN when unknown), ``last_return`` and ``restarts`` (a partial run with rows past step 0
+    but no checkpoint: it starts again from 0 and its rows are replaced)"""
     frame = store.read_evaluations(campaign.out)
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     rows = []
@@ -246,8 +247,11 @@ def run_states(campaign: Campaign) -> pd.DataFrame:
         budget = f"{task.cpu_budget:g} CPU-s" if task.cpu_budget else f"{reporting.steps(task.steps)} steps"
         left = 0.0 if status in ("done", "stopped") else _cpu_left(task, steps, cpu, frame)
         last = float(run["mean_return"].iloc[-1]) if len(run) else math.nan
-        rows.append([task.name, task.algo, task.env, task.seed, status, steps, cpu, budget, left, last])
+        started = bool(run["timesteps"].gt(0).any())
+        restarts = status == "partial" and task.checkpoint_dir is not None and state is None and started
+        rows.append([task.name, task.algo, task.env, task.seed, status, steps, cpu, budget, left, last, restarts])
     columns = ["name", "algo", "env", "seed", "state", "timesteps", "cpu_time_s", "budget", "cpu_left_s", "last_return"]
+    columns.append("restarts")
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -270,6 +274,7 @@ def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
     width = max(len(name) for name in states["name"])
     for row in states.itertuples():
         last = "" if math.isnan(row.last_return) else f"  last return {row.last_return:.1f}"
+        last += "  NO CHECKPOINT: starts again from 0" if row.restarts else ""
         lines.append(
             f"{row.name:<{width}}  {row.state:<7}  {reporting.steps(float(row.timesteps)):>6} steps  "
             f"{row.cpu_time_s:>7.0f} CPU-s  (budget {row.budget}){last}"
@@ -615,6 +620,14 @@ def run_campaign(
         states = run_states(campaign).set_index("name")
         done = ("done", "stopped") if skip_done else ()
         todo = [task for task in campaign.tasks if states.loc[task.name, "state"] not in done]
+        for task in todo:
+            if states.loc[task.name, "restarts"]:
+                logger.warning(
+                    "%s has rows to %.0f CPU-s but no checkpoint in %s: it starts again from 0 and its rows are replaced",
+                    task.name,
+                    states.loc[task.name, "cpu_time_s"],
+                    task.checkpoint_dir,
+                )
         campaign.out.mkdir(parents=True, exist_ok=True)
         invocation: dict[str, Any] = {
             "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),

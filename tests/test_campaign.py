@@ -142,6 +142,32 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_partial_run_without_its_checkpoint_is_flagged_and_starts_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
+) -> None:
+    # rows past step 0 but no checkpoint (the cache wiped, or a results file reverted to an older commit after the
+    # run finished and removed its checkpoint): status says so before anything runs, and run warns as it starts again
+    spec = {**_tiny(tmp_path), "runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 800}]}
+    path = _write(tmp_path, spec)
+    loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
+    first = loaded.tasks[0]
+    with pytest.raises(Crash):
+        harness.run_experiment(first, functools.partial(store.store_rows, first, "old"), callbacks=[CrashAt(500)])
+    assert not campaign.run_states(loaded)["restarts"].any()  # its checkpoint is there: it resumes
+    checkpoint.remove_checkpoints(first.checkpoint_dir)  # type: ignore[arg-type]
+    states = campaign.run_states(loaded)
+    assert states["state"].tolist() == ["partial"] and states["restarts"].tolist() == [True]
+    assert "NO CHECKPOINT: starts again from 0" in campaign.format_status(loaded, states)
+
+    with caplog.at_level("WARNING", logger=campaign.logger.name):
+        results = campaign.run_campaign(loaded, workers=1, command="test")
+    assert [result["ok"] for result in results] == [True]
+    assert f"{first.name} has rows to " in caplog.text and "starts again from 0" in caplog.text
+    frame = pd.read_csv(tmp_path / "out" / "evaluations.csv")
+    assert "old" not in set(frame["git"]) and frame["timesteps"].tolist() == [0, 200, 400, 600, 800]
+    assert json.loads((tmp_path / "out" / "run_metadata.json").read_text())[first.name]["resumed_from"] == 0
+
+
 def test_a_campaign_runs_once_at_a_time(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = _write(tmp_path, _tiny(tmp_path))
     loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
