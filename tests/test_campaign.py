@@ -143,7 +143,7 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
 
 
 def test_a_partial_run_without_its_checkpoint_is_flagged_and_starts_again(
-    tmp_path: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # rows past step 0 but no checkpoint (the cache wiped, or a results file reverted to an older commit after the
     # run finished and removed its checkpoint): status says so before anything runs, and run warns as it starts again
