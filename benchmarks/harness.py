@@ -249,7 +249,8 @@ class BudgetEvalCallback(BaseCallback):
     The recorded training wall-clock and CPU time (``time.process_time()`` of this process: no ``SubprocVecEnv``
     workers) leave out evaluations and checkpoints. With a ``checkpoint_dir``, a checkpoint (with :meth:`state`) is
     written every ``checkpoint_every`` CPU seconds, at the start of a collection (after the last update, so that every
-    step counted was trained on); :meth:`load_state` continues from one.
+    step counted was trained on; one collection later when a CPU-time evaluation is due, so that it holds that
+    evaluation); :meth:`load_state` continues from one.
 
     :param task: The run
     :param eval_env: Evaluation env (``metric="eval"``); ``VecNormalize`` statistics are copied from the training env
@@ -274,6 +275,7 @@ class BudgetEvalCallback(BaseCallback):
         self._start, self._cpu_start, self._excluded_wall, self._excluded_cpu = 0.0, 0.0, 0.0, 0.0
         self._next_eval, self._next_time_eval = task.eval_freq, self._time_mark_after(0.0)
         self._resumed_cpu_mark: float | None = None
+        self._checkpoint_waited = False
 
     def train_time(self) -> float:
         """:return: Seconds of training wall-clock (over all sessions of a resumed run), evaluation excluded"""
@@ -355,8 +357,14 @@ class BudgetEvalCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         task = self.task
-        if task.checkpoint_dir is not None and self.train_cpu_time() - self._last_checkpoint >= task.checkpoint_every:
-            self.save_checkpoint()
+        if task.checkpoint_dir is None or self.train_cpu_time() - self._last_checkpoint < task.checkpoint_every:
+            return
+        if self.train_cpu_time() >= self._next_time_eval and not self._checkpoint_waited:
+            # the mark's evaluation comes at the next step: wait one collection so that the checkpoint holds its row
+            self._checkpoint_waited = True
+            return
+        self._checkpoint_waited = False
+        self.save_checkpoint()
 
     def save_checkpoint(self) -> Path:
         """:return: The folder of a new checkpoint of the run (model, buffers, random states, :meth:`state`)"""

@@ -4,6 +4,7 @@ uninterrupted run up to its checkpoint, and its curve continues; checkpoints are
 import hashlib
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,35 @@ def test_the_random_states_continue_after_a_restore(tmp_path: Path) -> None:
         assert (random.random(), np.random.random(), th.rand(1).item()) == expected
     finally:
         experiment.model.get_env().close()  # type: ignore[union-attr]
+
+
+class Tick(BaseCallback):
+    """Advance a fake process clock at the end of every collection (as the updates that follow it would)."""
+
+    def __init__(self, clock: dict[str, float], seconds: float) -> None:
+        super().__init__()
+        self.clock, self.seconds = clock, seconds
+
+    def _on_rollout_end(self) -> None:
+        self.clock["t"] += self.seconds
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def test_a_checkpoint_at_a_cpu_mark_holds_that_mark_s_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checkpoints and CPU-time evaluations share their period (campaigns: 300 CPU-s each); the checkpoint written as
+    a mark passes waits for that mark's evaluation, so a run resumed from it keeps the row instead of evaluating the
+    same policy again on other episodes. The clock passes each mark during an update, as on a real run."""
+    clock = {"t": 0.0}
+    monkeypatch.setattr(
+        harness, "time", type("Clock", (), {"process_time": lambda: clock["t"], "perf_counter": time.perf_counter})
+    )
+    task = harness.RunTask(**{**_task(tmp_path, "sac", "Pendulum-v1", 400).__dict__, "eval_freq": 10_000})
+    task = harness.RunTask(**{**task.__dict__, "eval_cpu_seconds": 0.5, "checkpoint_every": 0.5})
+    with pytest.raises(Crash):  # one collection of SAC is one env step: 32 steps per 0.5 s mark
+        harness.run_experiment(task, callbacks=[Tick(clock, 1 / 64), CrashAt(50)])
+    state = checkpoint.read_state(task.checkpoint_dir)  # type: ignore[arg-type]
+    assert state is not None and 0.5 <= state["cpu_time_s"] < 1.0
+    assert [record["cpu_time_s"] for record in state["records"]] == [0.0, 0.5]
+    assert state["timesteps"] == state["records"][-1]["timesteps"]  # one collection (one step) after the mark
