@@ -3,14 +3,18 @@ Seeded golden runs that pin the algorithms' numbers through refactors (``tests/t
 
 Each run trains a few hundred steps on the CPU with a fixed seed and one torch thread, and returns a digest of
 the final policy parameters and of every logged loss (the ``train/*loss*`` values at each log dump). A digest
-changes when any bit of either changes. ``python tests/golden_runs.py`` prints the digests of the current code.
+changes when any bit of either changes, and differs between kinds of CPU (``tests/test_golden.py``).
+``python tests/golden_runs.py`` prints the digests of the current code on this CPU.
 """
 
+import contextlib
 import hashlib
 import os
+import platform
 import sys
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -210,6 +214,15 @@ RUNS: dict[str, Callable[[], dict[str, str]]] = {
 }
 
 
+def cpu_numerics() -> str:
+    """:return: This CPU's model and the vector instructions torch's kernels use here, which the digests depend on"""
+    model = platform.processor() or "unknown CPU"
+    with contextlib.suppress(OSError, StopIteration):
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        model = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    return f"{model}, torch {th.backends.cpu.get_cpu_capability()}"
+
+
 def run(name: str) -> dict[str, str]:
     """
     :param name: a key of :data:`RUNS`
@@ -224,5 +237,8 @@ def run(name: str) -> dict[str, str]:
 
 
 if __name__ == "__main__":
+    print(f'    "{cpu_numerics()}": {{', flush=True)
     for key in sys.argv[1:] or RUNS:
-        print(f'    "{key}": {run(key)},', flush=True)
+        digests = run(key)
+        print(f'        "{key}": {{"params": "{digests["params"]}", "losses": "{digests["losses"]}"}},', flush=True)
+    print("    },")

@@ -262,16 +262,23 @@ def test_reinforce_urex_with_promotions_mid_training(algo):
 
 
 # Recorded with sb3_pcl 0.1.0, whose Reinforce and UREX wrapped the env in SharedCurriculum(venv, first_episode_only=True)
-# by default (shared_curriculum=True): the parameters after 120 steps with promotions mid-batch, the final length.
+# by default (shared_curriculum=True): the parameters' digest after 120 steps with promotions mid-batch (one per kind
+# of CPU, as the golden runs': tests/test_golden.py), the final length and the step count.
 OLD_DEFAULT = {
-    "Reinforce": ("MlpPolicy", {"net_arch": [8]}, "4b794d49c061aab3", 20, 120),
-    "UREX": ("MlpLstmPolicy", {"lstm_hidden_size": 8}, "d97045eb286c38d9", 14, 124),
+    "Reinforce": ("MlpPolicy", {"net_arch": [8]}, {"AMD EPYC": "4b794d49c061aab3", "Intel Xeon": "d95ba4c2bf0323ff"}, 20, 120),
+    "UREX": (
+        "MlpLstmPolicy",
+        {"lstm_hidden_size": 8},
+        {"AMD EPYC": "d97045eb286c38d9", "Intel Xeon": "8f22104de6c65ef3"},
+        14,
+        124,
+    ),
 }
 
 
 @pytest.mark.parametrize("algo", [Reinforce, UREX])
 def test_wrapping_by_hand_gives_the_numbers_of_the_old_default(algo):
-    policy, policy_kwargs, digest, final_length, n_steps = OLD_DEFAULT[algo.__name__]
+    policy, policy_kwargs, digests, final_length, n_steps = OLD_DEFAULT[algo.__name__]
     env = copy_vec(4, last=2, min_reward_threshold=-100.0)
     model = algo(
         policy,
@@ -282,7 +289,8 @@ def test_wrapping_by_hand_gives_the_numbers_of_the_old_default(algo):
         policy_kwargs=policy_kwargs,
     )
     model.learn(120, log_interval=10**6)
-    assert (params_digest(model), model.env.min_length, model.num_timesteps) == (digest, final_length, n_steps)
+    assert params_digest(model) in digests.values()
+    assert (model.env.min_length, model.num_timesteps) == (final_length, n_steps)
     assert min_lengths(env) == [final_length] * 4
 
 
