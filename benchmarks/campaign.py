@@ -498,6 +498,29 @@ def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     ]
 
 
+def cpus_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
+    """:return: The markdown lines of each run's CPU (of its rows after step 0) and env steps per CPU second, when the
+    rows come from more than one CPU model (a CPU-time budget buys another number of steps on another CPU); else
+    nothing"""
+    frame = _with_series(campaign, frame[frame["timesteps"] > 0])
+    if frame["cpu"].fillna("?").nunique() < 2:
+        return []
+    rows = []
+    for env, algos in _grid(campaign).items():
+        for algo in algos:
+            for seed, run in frame[(frame["series"] == algo) & (frame["env"] == env)].groupby("seed"):
+                last = run.sort_values("timesteps").iloc[-1]
+                cpus = " then ".join(dict.fromkeys(run.sort_values("timesteps")["cpu"].fillna("?")))
+                rate = float(last["timesteps"]) / float(last["cpu_time_s"])
+                rows.append([env, algo, str(seed), cpus, f"{rate:.0f}", f"{float(last['cpu_time_s']) / 60:.0f}"])
+    return [
+        "The runs trained on more than one CPU model: a CPU second buys another number of env steps on each. Per run: "
+        "the CPU of its evaluations after step 0 (in order, when it resumed on another), and its env steps per CPU "
+        "second of training up to its last evaluation.\n",
+        *reporting.markdown_table(["Task", "Algorithm", "Seed", "CPU", "Env steps per CPU-s", "Up to CPU-min"], rows),
+    ]
+
+
 def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> list[Path]:
     """Rewrite the block between the campaign's markers in its ``docs`` files: :func:`reference_table` (without a
     reference :func:`leaders_table`) and the curves of the envs with evaluations (against env steps with a reference).
@@ -570,6 +593,9 @@ def write_report(campaign: Campaign) -> Path:
         write_docs(campaign, frame)
         lines += report_tables(campaign, frame)
         plot_campaign(campaign, frame)
+    cpus = cpus_table(campaign, frame)
+    if cpus:
+        lines += ["## CPUs", "", *cpus, ""]
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     sources = sorted({(meta["algo"], meta["env"], meta.get("hyperparams_source", "?")) for meta in metadata.values()})
     if sources:

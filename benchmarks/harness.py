@@ -567,6 +567,7 @@ def run_experiment(
         "train_time_s": float(final["wall_time_s"]),
         "train_cpu_time_s": float(final["cpu_time_s"]),
         "total_time_s": time.perf_counter() - start,
+        "cpu": cpu_model(),  # where the run trained (its last part, if it resumed elsewhere)
     }
     if task.cpu_budget is not None:
         metadata["stopped_at_cpu_budget"] = callback.stopped_at_cpu_budget or callback.cpu_budget_spent()
@@ -599,16 +600,26 @@ def git_revision() -> str:
     return commit.strip() + ("+dirty" if dirty.strip() else "")
 
 
-def machine_info() -> dict[str, str]:
-    """:return: Platform, CPU model, core count, Python and library versions, git revision"""
+def cpu_model() -> str:
+    """:return: The CPU's model name (``/proc/cpuinfo``), else what :func:`platform.processor` says, else ``unknown``"""
     cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, StopIteration):
         cpu = next(
             line.split(":", 1)[1].strip()
             for line in Path("/proc/cpuinfo").read_text().splitlines()
             if line.startswith("model name")
         )
-    info = {"platform": platform.platform(), "cpu": cpu, "cores": str(os.cpu_count()), "python": platform.python_version()}
+    return cpu
+
+
+def machine_info() -> dict[str, str]:
+    """:return: Platform, CPU model, core count, Python and library versions, git revision"""
+    info = {
+        "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "cores": str(os.cpu_count()),
+        "python": platform.python_version(),
+    }
     for package in ("torch", "stable-baselines3", "sb3-contrib", "rl_zoo3", "gymnasium", "numpy"):
         info[package] = package_version(package)
     info["git"] = git_revision()

@@ -20,8 +20,11 @@ import pandas as pd
 from benchmarks import harness
 from benchmarks.checkpoint import write_atomically
 
-#: Columns of a folder's ``evaluations.csv``: the harness's, then the git revision that wrote the row
-COLUMNS = (*harness.EVAL_COLUMNS, "git")
+#: Where a row was written, after the harness's columns: the git revision and the CPU model (a CPU-time budget buys
+#: another number of env steps on another CPU)
+STAMP_COLUMNS = ("git", "cpu")
+#: Columns of a folder's ``evaluations.csv``
+COLUMNS = (*harness.EVAL_COLUMNS, *STAMP_COLUMNS)
 LOCK_FILENAME = ".lock"
 
 
@@ -65,30 +68,37 @@ def _row_keys(frame: pd.DataFrame) -> list[tuple[int, float]]:
     return [(int(steps), round(float(cpu), 6)) for steps, cpu in zip(frame["timesteps"], frame["cpu_time_s"], strict=True)]
 
 
-def store_rows(task: harness.RunTask, git: str, frame: pd.DataFrame) -> None:
+def stamp() -> dict[str, str]:
+    """:return: The :data:`STAMP_COLUMNS` of the rows this process writes"""
+    return {"git": harness.git_revision(), "cpu": harness.cpu_model()}
+
+
+def store_rows(task: harness.RunTask, stamped: Mapping[str, str], frame: pd.DataFrame) -> None:
     """Replace the run's rows of ``evaluations.csv`` by ``frame`` (all its evaluations so far: after a resume, rows
-    written after its checkpoint are dropped). Rows already there keep the git revision that wrote them."""
+    written after its checkpoint are dropped). Rows already there keep the stamp (git revision, CPU) they were
+    written with; new ones get ``stamped`` (:func:`stamp`)."""
     out = Path(task.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with locked(lock_folder(task) / LOCK_FILENAME):
         old = read_evaluations(out)
         mine = old[is_run(old, task)]
-        known = dict(zip(_row_keys(mine), mine["git"], strict=True))
         new = frame.reindex(columns=list(COLUMNS))
-        new["git"] = [known.get(key, git) for key in _row_keys(new)]
+        for column in STAMP_COLUMNS:
+            known = dict(zip(_row_keys(mine), mine[column], strict=True))
+            new[column] = [known.get(key, stamped[column]) for key in _row_keys(new)]
         merged = pd.concat([part for part in (old[~is_run(old, task)], new) if len(part)], ignore_index=True)
         write_atomically(out / harness.EVALUATIONS_FILENAME, merged.reindex(columns=list(COLUMNS)).to_csv(index=False))
 
 
 def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
     """Record a finished run: its rows, then its entry in ``run_metadata.json`` (status ``done`` or ``stopped``)."""
-    git = harness.git_revision()
-    store_rows(task, git, pd.read_csv(io.StringIO(csv_text)))
+    stamped = {**stamp(), "cpu": metadata.get("cpu", harness.cpu_model())}  # the worker's CPU (Ray: another machine)
+    store_rows(task, stamped, pd.read_csv(io.StringIO(csv_text)))
     out = Path(task.out_dir)
     with locked(lock_folder(task) / LOCK_FILENAME):
         everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
         status = "stopped" if metadata.get("stopped_by_rule") else "done"
-        everything[task.name] = {**metadata, "status": status, "git": git, "finished": harness.now()}
+        everything[task.name] = {**metadata, "status": status, "git": stamped["git"], "finished": harness.now()}
         write_atomically(out / harness.RUN_METADATA_FILENAME, json.dumps(dict(sorted(everything.items())), indent=2) + "\n")
         (out / harness.RUNS_DIRNAME / f"{task.name}.err").unlink(missing_ok=True)  # an earlier failure of the run
 
@@ -108,7 +118,7 @@ def forget_run(task: harness.RunTask) -> None:
 
 def progress_rows(task: harness.RunTask) -> functools.partial[None]:
     """:return: Where a worker writes a run's evaluations after each one: its rows of ``evaluations.csv``"""
-    return functools.partial(store_rows, task, harness.git_revision())
+    return functools.partial(store_rows, task, stamp())
 
 
 def start_invocation(config_path: Path, invocation: Mapping[str, Any]) -> None:

@@ -52,7 +52,7 @@ def test_tiny_grid_evaluations(tiny_grid: tuple[Path, int]) -> None:
     assert {meta["status"] for meta in metadata.values()} == {"done"} and not list((out / "runs").glob("*.err"))
     frame = pd.read_csv(out / "evaluations.csv")
     # a grid stores its runs as a campaign does: the harness's columns and the git revision that wrote each row
-    assert tuple(frame.columns) == store.COLUMNS and len(frame) == 2 * 2 * 3 and frame["git"].notna().all()
+    assert tuple(frame.columns) == store.COLUMNS and len(frame) == 2 * 2 * 3 and frame[["git", "cpu"]].notna().all().all()
     for (algo, seed), run in frame.groupby(["algo", "seed"]):
         assert algo in ("ppo", "a2c") and seed in (0, 1)
         # ppo (8 envs x 32 steps) and a2c (8 envs x 5 steps) both hit multiples of 256 exactly

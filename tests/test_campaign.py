@@ -96,13 +96,17 @@ def test_bad_campaign_files_are_refused_naming_the_problem(tmp_path: Path, chang
     assert str(path) in str(info.value)
 
 
+#: the stamp of rows written by an earlier session, on another machine
+OLD_STAMP = {"git": "old", "cpu": "Old CPU"}
+
+
 def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = _write(tmp_path, _tiny(tmp_path))
     loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
     first = loaded.tasks[0]
     # a first session killed mid-run: rows written as it went, and a checkpoint
     with pytest.raises(Crash):
-        harness.run_experiment(first, functools.partial(store.store_rows, first, "old"), callbacks=[CrashAt(500)])
+        harness.run_experiment(first, functools.partial(store.store_rows, first, OLD_STAMP), callbacks=[CrashAt(500)])
     states = campaign.run_states(loaded).set_index("name")
     assert states.loc[first.name, "state"] == "partial" and states.loc["ppo__CartPole-v1__seed0", "state"] == "to do"
     saved = checkpoint.read_state(first.checkpoint_dir)  # type: ignore[arg-type]
@@ -117,9 +121,10 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
             assert run[column].is_monotonic_increasing, column
     a2c = frame[(frame["algo"] == "a2c") & (frame["seed"] == 0)]
     assert a2c["timesteps"].tolist() == [0, 200, 400, 600, 800]
-    # rows of the first session up to its checkpoint keep the revision that wrote them; the rest is this one's
-    assert set(a2c[a2c["timesteps"] <= saved["timesteps"]]["git"]) == {"old"}
-    assert "old" not in set(a2c[a2c["timesteps"] > saved["timesteps"]]["git"])
+    # rows of the first session up to its checkpoint keep the revision and CPU that wrote them; the rest is this one's
+    before, after = a2c[a2c["timesteps"] <= saved["timesteps"]], a2c[a2c["timesteps"] > saved["timesteps"]]
+    assert set(before["git"]) == {"old"} and set(before["cpu"]) == {"Old CPU"}
+    assert "old" not in set(after["git"]) and set(after["cpu"]) == {harness.cpu_model()}
     metadata = json.loads((out / "run_metadata.json").read_text())
     assert metadata[first.name]["resumed_from"] == saved["timesteps"] and metadata[first.name]["status"] == "done"
     ppo = metadata["ppo__CartPole-v1__seed0"]
@@ -140,6 +145,10 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
     assert f"| {machine['cpu']}, {machine['cores']} cores; torch {machine['torch']}, stable-baselines3 " in report
     for name in ("CartPole-v1_steps.png", "CartPole-v1_cpu.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # its rows come from two CPUs: the report says which run trained where, and at how many env steps per CPU second
+    rate = a2c["timesteps"].iloc[-1] / a2c["cpu_time_s"].iloc[-1]
+    assert "## CPUs" in report and f"| CartPole-v1 | a2c | 0 | Old CPU then {harness.cpu_model()} | {rate:.0f} |" in report
+    assert f"| CartPole-v1 | a2c | 1 | {harness.cpu_model()} |" in report
 
 
 def test_a_partial_run_without_its_checkpoint_is_flagged_and_starts_again(
@@ -152,7 +161,7 @@ def test_a_partial_run_without_its_checkpoint_is_flagged_and_starts_again(
     loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
     first = loaded.tasks[0]
     with pytest.raises(Crash):
-        harness.run_experiment(first, functools.partial(store.store_rows, first, "old"), callbacks=[CrashAt(500)])
+        harness.run_experiment(first, functools.partial(store.store_rows, first, OLD_STAMP), callbacks=[CrashAt(500)])
     assert not campaign.run_states(loaded)["restarts"].any()  # its checkpoint is there: it resumes
     checkpoint.remove_checkpoints(first.checkpoint_dir)  # type: ignore[arg-type]
     states = campaign.run_states(loaded)
