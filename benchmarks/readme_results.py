@@ -338,7 +338,8 @@ def cpu_hour_row(campaign: Campaign | None = None) -> tuple[list[str], list[str]
     """:return: The row of the equal-CPU-time campaign (runs on tuning seeds left out, as in its report): per task each
     algorithm's return at the last report mark (mean over the seeds there [bootstrap interval]), who leads at every
     mark (a leader is named once each algorithm has a seed there), the permutation test of the leader against the
-    runner-up, and how many of the compared runs are done; and its sources. The first algorithm of the campaign file
+    runner-up, how many of the compared runs are done and, when their rows come from more than one CPU model, how
+    many; and its sources. The first algorithm of the campaign file
     is ours, the others the baselines.
 
     :param campaign: The campaign (default: ``benchmarks/campaigns/cpu_hour.yml``), with CPU-second report marks"""
@@ -388,6 +389,12 @@ def cpu_hour_row(campaign: Campaign | None = None) -> tuple[list[str], list[str]
     difference = f"leader at {marks_label} CPU-min: {'; '.join(leaders)}; " + ("; ".join(verdicts) or "no test yet")
     if done < len(compared):
         difference = f"{done} of {len(compared)} runs done; " + difference
+    keys = {(task.algo, task.env, task.seed) for task in compared}
+    run_keys = zip(frame["algo"], frame["env"], frame["seed"], strict=True)
+    rows = frame[[(algo, env, int(seed)) in keys for algo, env, seed in run_keys]]
+    cpus = rows.loc[rows["timesteps"] > 0, "cpu"].fillna("?").nunique()
+    if cpus > 1:  # a CPU second buys another number of env steps on each
+        difference += f"; the runs trained on {cpus} CPU models (per run: results.md, CPUs)"
     seed_groups: dict[str, list[str]] = collections.defaultdict(list)
     for algo in algos:
         per_env: dict[str, list[str]] = collections.defaultdict(list)

@@ -66,9 +66,11 @@ def test_readme_cpu_hour_row_agrees_with_the_campaign_report() -> None:
                 assert float(cell.split(" ")[0]) == pytest.approx(expected, rel=5e-3), (task, algo, cell)
 
 
-def _cpu_hour_campaign(tmp_path: Path, returns: dict[tuple[str, int], list[int]], done: int) -> campaign.Campaign:
+def _cpu_hour_campaign(
+    tmp_path: Path, returns: dict[tuple[str, int], list[int]], done: int, cpus: dict[str, str] | None = None
+) -> campaign.Campaign:
     """:return: A campaign of a2c and ppo on CartPole-v1 for 60 CPU-s with ``returns`` per (algo, CPU-s), its first
-    ``done`` runs recorded as done"""
+    ``done`` runs recorded as done, each algorithm's rows on the CPU model ``cpus`` gives (default: none recorded)"""
     seeds = list(range(max(len(values) for values in returns.values())))
     runs = [{"algo": algo, "env": "CartPole-v1", "seeds": seeds, "cpu_seconds": 60} for algo in ("a2c", "ppo")]
     out = tmp_path / "out"
@@ -81,7 +83,9 @@ def _cpu_hour_campaign(tmp_path: Path, returns: dict[tuple[str, int], list[int]]
         for seed, value in enumerate(values)
     ]
     out.mkdir(exist_ok=True)
-    pd.DataFrame(rows).reindex(columns=list(store.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
+    frame = pd.DataFrame(rows).reindex(columns=list(store.COLUMNS))
+    frame["cpu"] = frame["algo"].map(cpus or {})
+    frame.to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
     metadata = {task.name: {"status": "done"} for task in loaded.tasks[:done]}
     (out / harness.RUN_METADATA_FILENAME).write_text(json.dumps(metadata))
     return loaded
@@ -103,6 +107,9 @@ def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Pat
     returns = {("a2c", 30): [1, 5, 3, 7], ("a2c", 60): [9, 10, 11, 12], ("ppo", 30): [2, 6, 4, 8], ("ppo", 60): [1, 2, 3, 4]}
     cells, _ = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8))
     assert cells[5] == "leader at 0.5 / 1 CPU-min: CartPole-v1 ppo, a2c; a2c ahead on CartPole-v1 at 1 CPU-min (p = 0.029)"
+    # the same runs on two CPU models: the row says so (a CPU second buys another number of steps on each)
+    cells, _ = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8, cpus={"a2c": "A", "ppo": "B"}))
+    assert cells[5].endswith("(p = 0.029); the runs trained on 2 CPU models (per run: results.md, CPUs)")
 
 
 def test_check_fails_on_a_changed_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
