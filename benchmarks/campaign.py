@@ -654,6 +654,9 @@ def run_campaign(
                     states.loc[task.name, "cpu_time_s"],
                     task.checkpoint_dir,
                 )
+            starts_at_zero = task.checkpoint_dir is None or read_state(task.checkpoint_dir) is None
+            if starts_at_zero and states.loc[task.name, "state"] != "to do":
+                store.drop_rows(task)
         campaign.out.mkdir(parents=True, exist_ok=True)
         invocation: dict[str, Any] = {
             "command": command or shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),

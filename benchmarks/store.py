@@ -111,9 +111,21 @@ def forget_run(task: harness.RunTask) -> None:
         everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
         if everything.pop(task.name, None) is not None:
             write_atomically(out / harness.RUN_METADATA_FILENAME, json.dumps(everything, indent=2) + "\n")
-        old = read_evaluations(out)
-        if task.checkpoint_dir is None and is_run(old, task).any():
-            write_atomically(out / harness.EVALUATIONS_FILENAME, old[~is_run(old, task)].to_csv(index=False))
+        if task.checkpoint_dir is None:
+            _drop_rows(task)
+
+
+def drop_rows(task: harness.RunTask) -> None:
+    """Drop the run's rows of ``evaluations.csv`` before it starts again from step 0: it writes every row anew, with
+    its own stamp (kept rows would lend theirs to a new row with the same key, as at step 0)."""
+    with locked(lock_folder(task) / LOCK_FILENAME):
+        _drop_rows(task)
+
+
+def _drop_rows(task: harness.RunTask) -> None:
+    old = read_evaluations(Path(task.out_dir))
+    if is_run(old, task).any():
+        write_atomically(Path(task.out_dir) / harness.EVALUATIONS_FILENAME, old[~is_run(old, task)].to_csv(index=False))
 
 
 def progress_rows(task: harness.RunTask) -> functools.partial[None]:

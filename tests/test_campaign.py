@@ -12,7 +12,7 @@ import pytest
 import yaml
 from run_testing import Crash, CrashAt
 
-from benchmarks import algorithms, campaign, checkpoint, harness, store, summary
+from benchmarks import algorithms, backends, campaign, checkpoint, harness, store, summary
 
 CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
 PAPER = {"HalfCheetah-v5": 7057, "Swimmer-v5": 297, "Hopper-v5": 3805, "Walker2d-v5": 5027, "Ant-v5": 6104}
@@ -152,7 +152,7 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
 
 
 def test_a_partial_run_without_its_checkpoint_is_flagged_and_starts_again(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # rows past step 0 but no checkpoint (the cache wiped, or a results file reverted to an older commit after the
     # run finished and removed its checkpoint): status says so before anything runs, and run warns as it starts again
@@ -168,10 +168,20 @@ def test_a_partial_run_without_its_checkpoint_is_flagged_and_starts_again(
     assert states["state"].tolist() == ["partial"] and states["restarts"].tolist() == [True]
     assert "NO CHECKPOINT: starts again from 0" in campaign.format_status(loaded, states)
 
+    execute = backends.execute
+    rows_when_it_started = []
+
+    def spy(tasks, *args, **kwargs):
+        rows_when_it_started.append(len(store.read_evaluations(tmp_path / "out")))
+        return execute(tasks, *args, **kwargs)
+
+    monkeypatch.setattr(backends, "execute", spy)
     with caplog.at_level("WARNING", logger=campaign.logger.name):
         results = campaign.run_campaign(loaded, workers=1, command="test")
     assert [result["ok"] for result in results] == [True]
     assert f"{first.name} has rows to " in caplog.text and "starts again from 0" in caplog.text
+    # its old rows are gone before it starts: none can lend its stamp to a new row (at step 0 their keys can match)
+    assert rows_when_it_started == [0]
     frame = pd.read_csv(tmp_path / "out" / "evaluations.csv")
     assert "old" not in set(frame["git"]) and frame["timesteps"].tolist() == [0, 200, 400, 600, 800]
     assert json.loads((tmp_path / "out" / "run_metadata.json").read_text())[first.name]["resumed_from"] == 0
