@@ -212,7 +212,14 @@ def test_ppo_through_our_entry_point(tmp_path: Path) -> None:
     assert (tmp_path / "logs" / "ppo" / f"{ENV_ID}_1" / f"{ENV_ID}.zip").is_file()
 
 
-@pytest.mark.parametrize("algo", ALGO_NAMES)
+#: rl-zoo3's optimisation loop end to end for one replay-based and one episode-based algorithm by default; the
+#: others' samplers build their algorithm in ``test_sampler_kwargs_build_the_algorithm``, their loop runs with ``-m slow``
+OPTIMIZE_BY_DEFAULT = ("pcl", "urex")
+
+
+@pytest.mark.parametrize(
+    "algo", [pytest.param(algo, marks=() if algo in OPTIMIZE_BY_DEFAULT else pytest.mark.slow) for algo in ALGO_NAMES]
+)
 def test_optimize(algo: str, tmp_path: Path) -> None:
     args = ["--algo", algo, *COMMON, "-f", str(tmp_path / "logs"), "--eval-episodes", "2", *conf_args(algo, tmp_path)]
     args += ["--optimize", "--n-trials", "2", "--n-timesteps", "1000", "--n-jobs", "1"]
