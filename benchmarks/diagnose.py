@@ -6,7 +6,9 @@ logged statistics (``train/lambda``, ``train/entropy``, ...), both averaged over
     python -m benchmarks.diagnose --algo trust_pcl --env Ant-v5 --steps 300000 --out benchmarks/results/mujoco/diagnosis/ant
 
 Writes ``episodes.csv``, ``progress.csv`` (SB3's CSV logger), ``diagnosis.md`` (the block table, a deterministic
-evaluation at the end, the command, machine and hyperparameters) and ``diagnosis.png`` to ``--out``.
+evaluation at the end, the command, machine and hyperparameters) and ``diagnosis.png`` to ``--out``. With
+``--eval-every-block`` each block ends with a deterministic evaluation too (``evaluations.csv``): its return and the
+policy's mean actions before any clipping (their mean magnitude and the share of components outside ``[-1, 1]``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,60 @@ from benchmarks.reporting import steps as format_steps
 TRAIN_STATS = ("lambda", "entropy", "kl_to_target", "explained_variance", "mean_abs_consistency", "value_fit_loss",
                "value_loss", "policy_loss")  # fmt: skip
 COMPONENT_PREFIX = "reward_"
+#: Columns of the block evaluations (:class:`BlockEvaluation`)
+EVAL_COLUMNS = ("eval_return", "eval_abs_mean_action", "eval_saturated_share")
+
+
+def evaluate_with_means(model: Any, env: Any, n_episodes: int) -> dict[str, float]:
+    """
+    Deterministic episodes of ``model`` on the VecEnv ``env`` (one env), as ``evaluate_policy`` plays them (the actions of
+    ``model.predict``), recording the policy's deterministic actions before ``predict`` clips them.
+
+    :return: ``eval_return`` (mean episode return), ``eval_abs_mean_action`` (mean ``|a|`` over steps and components of
+        the unclipped deterministic action) and ``eval_saturated_share`` (share of those components with ``|a| > 1``)
+    """
+    import torch as th
+
+    returns, magnitudes, saturated = [], [], []
+    for _ in range(n_episodes):
+        obs, done, total = env.reset(), False, 0.0
+        while not done:
+            with th.no_grad():
+                mode = model.policy.get_distribution(model.policy.obs_to_tensor(obs)[0]).mode().cpu().numpy()
+            magnitudes.append(float(np.abs(mode).mean()))
+            saturated.append(float((np.abs(mode) > 1.0).mean()))
+            action, _ = model.predict(obs, deterministic=True)
+            obs, reward, dones, _ = env.step(action)
+            total += float(reward[0])
+            done = bool(dones[0])
+        returns.append(total)
+    return {
+        "eval_return": float(np.mean(returns)),
+        "eval_abs_mean_action": float(np.mean(magnitudes)),
+        "eval_saturated_share": float(np.mean(saturated)),
+    }
+
+
+class BlockEvaluation(BaseCallback):
+    """At the end of every block of ``block`` env steps: :func:`evaluate_with_means` on ``eval_env``, one row each."""
+
+    def __init__(self, eval_env: Any, block: int, n_episodes: int) -> None:
+        super().__init__()
+        self.eval_env, self.block, self.n_episodes = eval_env, block, n_episodes
+        self.rows: list[dict[str, float]] = []
+
+    def _evaluate(self) -> None:
+        sync_envs_normalization(self.model.get_env(), self.eval_env)  # type: ignore[arg-type]
+        evaluation = evaluate_with_means(self.model, self.eval_env, self.n_episodes)
+        self.rows.append({"steps": float(self.num_timesteps), **evaluation})
+
+    def _on_training_start(self) -> None:
+        self._evaluate()  # the untrained policy
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps // self.block > (self.num_timesteps - self.training_env.num_envs) // self.block:
+            self._evaluate()
+        return True
 
 
 class EpisodeComponents(BaseCallback):
@@ -72,14 +128,17 @@ class EpisodeComponents(BaseCallback):
         return True
 
 
-def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, steps: int) -> pd.DataFrame:
+def block_summary(
+    episodes: pd.DataFrame, progress: pd.DataFrame, block: int, steps: int, evaluations: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """
     :param episodes: The records of :class:`EpisodeComponents`
     :param progress: The logger's CSV (``time/total_timesteps`` and ``train/*`` columns; may be empty)
     :param block: Env steps per block
     :param steps: The run's steps
-    :return: Per block (``steps`` is its end): the episodes that ended in it, the mean of their columns, and the mean of
-        the :data:`TRAIN_STATS` logged in it
+    :param evaluations: The rows of :class:`BlockEvaluation` (``steps`` and :data:`EVAL_COLUMNS`), if any
+    :return: Per block (``steps`` is its end): the episodes that ended in it, the mean of their columns, the mean of
+        the :data:`TRAIN_STATS` logged in it, and the evaluation at its end
     """
     rows = []
     for end in range(block, steps + block, block):
@@ -94,6 +153,10 @@ def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, st
             for name in TRAIN_STATS:
                 if f"train/{name}" in progress:
                     row[name] = float(logged[f"train/{name}"].mean()) if len(logged) else math.nan
+        if evaluations is not None and len(evaluations):
+            at_end = evaluations[evaluations["steps"] == row["steps"]]
+            for name in EVAL_COLUMNS:
+                row[name] = float(at_end[name].iloc[-1]) if len(at_end) else math.nan
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -101,7 +164,7 @@ def block_summary(episodes: pd.DataFrame, progress: pd.DataFrame, block: int, st
 def plot(summary: pd.DataFrame, title: str, path: Path) -> None:
     """Save the block means against steps: the return with its components, then each other column, one panel each."""
     components = [column for column in summary.columns if column == "return" or column.startswith(COMPONENT_PREFIX)]
-    others = [column for column in ("length", "terminated", "policy_std", *TRAIN_STATS) if column in summary.columns]
+    others = [column for column in ("length", "terminated", "policy_std", *TRAIN_STATS, *EVAL_COLUMNS) if column in summary]
     rows = math.ceil((1 + len(others)) / 3)
     with saved_figure(path, rows, 3, dpi=90, figsize=(4.2 * 3, 3.0 * rows), squeeze=False) as (figure, axes):
         panels = list(axes.flat)
@@ -131,6 +194,7 @@ def diagnose(
     eval_episodes: int = 5,
     command: str = "",
     entry: str | None = None,
+    eval_every_block: bool = False,
 ) -> pd.DataFrame:
     """
     Train one run and write the diagnosis to ``out`` (see the module docstring).
@@ -146,6 +210,8 @@ def diagnose(
     :param eval_episodes: Deterministic evaluation episodes at the end (0: none)
     :param command: The command line, recorded in ``diagnosis.md``
     :param entry: Read this key of the algorithm's file whatever the env (a campaign's ``entry``, e.g. ``Ant-v5``)
+    :param eval_every_block: Also evaluate at the start and at the end of every block (``eval_episodes`` episodes,
+        :class:`BlockEvaluation`)
     :return: The block summary
     """
     import torch
@@ -163,10 +229,16 @@ def diagnose(
     model = experiment.model
     model.set_logger(configure(str(out), ["csv"]))
     recorder = EpisodeComponents()
+    callbacks: list[BaseCallback] = [recorder, *experiment.callbacks]
+    block_evaluation = None
+    if eval_every_block and experiment.eval_env is not None:
+        block_evaluation = BlockEvaluation(experiment.eval_env, block, eval_episodes)
+        callbacks.append(block_evaluation)
     started = harness.now()
     clock = time.perf_counter()
-    model.learn(total_timesteps=steps, callback=[recorder, *experiment.callbacks])
-    seconds = time.perf_counter() - clock
+    cpu_clock = time.process_time()
+    model.learn(total_timesteps=steps, callback=callbacks)
+    seconds, cpu_seconds = time.perf_counter() - clock, time.process_time() - cpu_clock
     evaluation: Any = (math.nan, math.nan)
     if experiment.eval_env is not None:
         sync_envs_normalization(model.get_env(), experiment.eval_env)  # type: ignore[arg-type]
@@ -176,14 +248,18 @@ def diagnose(
     episodes.to_csv(out / "episodes.csv", index=False)
     progress_path = out / "progress.csv"
     progress = pd.read_csv(progress_path) if progress_path.exists() and progress_path.stat().st_size else pd.DataFrame()
-    summary = block_summary(episodes, progress, block, steps)
+    evaluations = pd.DataFrame(block_evaluation.rows) if block_evaluation is not None else None
+    if evaluations is not None:
+        evaluations.to_csv(out / "evaluations.csv", index=False)
+    summary = block_summary(episodes, progress, block, steps, evaluations)
     machine = harness.machine_info()
     header = [
         f"# Diagnosis: `{algo}` on {env_id}",
         "",
         f"Command: `{command}`",
         "",
-        f"Seed {seed}, {steps} env steps in {seconds:.0f} s, one torch thread; {machine.get('cpu')}, "
+        f"Seed {seed}, {steps} env steps in {seconds:.0f} s ({cpu_seconds:.0f} CPU-s, evaluations included), one torch "
+        f"thread; {machine.get('cpu')}, "
         f"{machine.get('cores')} cores; git {machine.get('git')}; started {started}.",
         f"Hyperparameters: {experiment.hyperparams_source} "
         f"`{json.dumps(harness._jsonable(experiment.hyperparams), sort_keys=True)}`",
@@ -193,8 +269,22 @@ def diagnose(
         "Each row: the training episodes (stochastic policy) that ended in the block of env steps up to *steps*: their "
         "number, mean return, length, share that terminated (rather than being cut by the time limit), the policy's "
         "mean action std, each reward component summed over the episode; then the mean of the logged training "
-        "statistics of the block.",
+        "statistics of the block."
+        + (
+            " *eval_*: the deterministic evaluation at the end of the block "
+            f"({eval_episodes} episodes): its return, the mean |a| of the policy's deterministic actions before "
+            "clipping, the share of their components outside [-1, 1]."
+            if evaluations is not None
+            else ""
+        ),
     ]
+    if evaluations is not None and len(evaluations) and evaluations["steps"].iloc[0] == 0:
+        first = evaluations.iloc[0]
+        header += [
+            "",
+            f"Untrained policy (step 0): eval_return {number(first['eval_return'])}, eval_abs_mean_action "
+            f"{number(first['eval_abs_mean_action'])}, eval_saturated_share {number(first['eval_saturated_share'])}.",
+        ]
     rows = [[format_steps(row[0]), *map(number, row[1:])] for row in summary.itertuples(index=False)]
     (out / "diagnosis.md").write_text("\n".join([*header, "", *markdown_table(list(summary.columns), rows)]) + "\n")
     plot(summary, f"{algo} on {env_id}, seed {seed}", out / "diagnosis.png")
@@ -215,11 +305,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hyperparams", nargs="+", action=StoreDict, help="overrides of the entry, as rl-zoo3's: key:value")
     parser.add_argument("--entry", default=None, help="read this key of <algo>.yml whatever the env (e.g. Ant-v5)")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
+    parser.add_argument("--eval-every-block", action="store_true", help="also evaluate at the end of every block")
     args = parser.parse_args(argv)
     command = shlex.join([Path(sys.executable).name, "-m", "benchmarks.diagnose", *(argv or sys.argv[1:])])
     summary = diagnose(
         args.algo, args.env, args.steps, args.out, args.seed, args.block, args.hyperparams_dir, args.hyperparams,
-        args.eval_episodes, command, args.entry,
+        args.eval_episodes, command, args.entry, args.eval_every_block,
     )  # fmt: skip
     print(summary.to_string(index=False, float_format=lambda value: f"{value:.4g}"))
     print(f"Wrote {args.out / 'diagnosis.md'} and {args.out / 'diagnosis.png'}")

@@ -466,7 +466,7 @@ def test_gsde_with_the_relative_entropy_term(squash):
 
 def test_trust_pcl_declares_only_what_it_adds_and_forwards_the_rest():
     declared = set(inspect.signature(TrustPCL.__init__).parameters)
-    own = {"max_divergence", "lambda_smoothing", "lambda_window"}
+    own = {"max_divergence", "lambda_smoothing", "lambda_window", "lambda_fallback"}
     changed_defaults = {"ent_coef", "target_network_lag"}
     assert declared == {"self", "policy", "env", "kwargs"} | own | changed_defaults
     pcl_defaults = {name: p.default for name, p in inspect.signature(PCL.__init__).parameters.items()}

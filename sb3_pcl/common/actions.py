@@ -60,18 +60,21 @@ def sample_actions(policy: ActorCriticPolicy, observation: np.ndarray) -> th.Ten
         return policy._predict(obs_tensor, deterministic=False)
 
 
-def to_env_actions(policy: BasePolicy, action_space: spaces.Space, sampled: np.ndarray) -> np.ndarray:
+def to_env_actions(policy: BasePolicy, action_space: spaces.Space, sampled: np.ndarray, clip: bool = True) -> np.ndarray:
     """
     The env's actions for sampled ones: a squashing policy's ``[-1, 1]`` actions rescaled to a ``Box``'s bounds,
-    other ``Box`` actions clipped to them, other spaces unchanged (the replay keeps ``sampled``).
+    other ``Box`` actions clipped to them (unless ``clip`` is false), other spaces unchanged (the replay keeps
+    ``sampled``).
 
     :param policy: the policy that sampled them (its ``squash_output`` and bounds)
     :param action_space: the env's action space
     :param sampled: actions as sampled, ``(n_envs, *action_shape)``
+    :param clip: clip the actions of a non-squashing policy to the ``Box`` (``False``: send them as sampled, as the
+        original code did, so that the env charges its control cost on the action the policy drew)
     :return: the actions to send to the env
     """
     if not isinstance(action_space, spaces.Box):
         return sampled
     if policy.squash_output:
         return policy.unscale_action(sampled)
-    return np.clip(sampled, action_space.low, action_space.high)
+    return np.clip(sampled, action_space.low, action_space.high) if clip else sampled

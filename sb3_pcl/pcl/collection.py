@@ -33,6 +33,8 @@ class PathCollection(OffPolicyAlgorithm):
     actor: PCLActor  # type: ignore[assignment]
     sample_from: str
     use_online_batch: bool
+    clip_actions: bool
+    use_policy_at_warmup: bool
     #: vectorised env steps collected since the last training iteration (the online batch's)
     _steps_since_train: int
 
@@ -44,15 +46,15 @@ class PathCollection(OffPolicyAlgorithm):
     ) -> tuple[np.ndarray, np.ndarray]:
         """:return: the env actions and the actions as sampled, which the replay stores (their log-probability is exact)"""
         sampled = self._sample_policy_actions(learning_starts, n_envs)
-        return to_env_actions(self.policy, self.action_space, sampled), sampled
+        return to_env_actions(self.policy, self.action_space, sampled, self.clip_actions), sampled
 
     def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
         """
-        :param learning_starts: random uniform actions before this many steps
+        :param learning_starts: random uniform actions before this many steps (unless ``use_policy_at_warmup``)
         :param n_envs: number of envs
         :return: the actions of the acting policy (``sample_from``) as sampled, ``(n_envs, *action_shape)``
         """
-        if self.num_timesteps < learning_starts:
+        if self.num_timesteps < learning_starts and not self.use_policy_at_warmup:
             sampled = np.array([self.action_space.sample() for _ in range(n_envs)])
             # stored as the policy would have sampled it: in [-1, 1] for a squashing policy
             return self.policy.scale_action(sampled) if self.policy.squash_output else sampled

@@ -50,6 +50,14 @@ def check_hyperparameters(model: Any) -> None:
     none_or_positive("max_grad_norm", model.max_grad_norm)
     non_negative("relative_entropy_coef", model.relative_entropy_coef)
     check(model.sample_from in SAMPLE_FROM, "sample_from", model.sample_from, f"one of {SAMPLE_FROM}")
+    for name in ("clip_actions", "use_policy_at_warmup"):
+        check(isinstance(getattr(model, name), bool), name, getattr(model, name), "True or False")
+    check(
+        model.min_batch_transitions is None or (is_int(model.min_batch_transitions) and model.min_batch_transitions >= 1),
+        "min_batch_transitions",
+        model.min_batch_transitions,
+        "None or an integer >= 1",
+    )
     policy_step = build_update_options(model)[1]
     if policy_step is not None:
         policy_step.check_model(model)

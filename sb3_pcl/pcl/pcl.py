@@ -74,7 +74,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         the ``learn`` call (SB3's meaning: a schedule restarts with every call, so train in one call or use a constant)
     :param buffer_size: replay capacity in transitions (a small replay of recent paths learns
         faster and more stably than one holding the whole run)
-    :param learning_starts: env steps of uniformly random actions before learning starts
+    :param learning_starts: env steps before learning starts, acted by uniformly random actions (or by the policy, with
+        ``use_policy_at_warmup``)
     :param batch_size: number of path segments per replay batch
     :param rollout: consistency window length ``d``
     :param gamma: discount factor
@@ -105,6 +106,15 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         original code's behaviour)
     :param use_target_values: bootstrap the far end of the windows, ``V(s_{t+k})`` and the final value
         ``V(s_L)``, from the lagged target value network instead of the online one (``V(s_t)`` stays online)
+    :param clip_actions: clip the sampled ``Box`` actions of a non-squashing policy to the action space before they
+        reach the env (SB3's behaviour). ``False`` sends them as sampled, as the original code did: the env then sees
+        (and, in the MuJoCo tasks, charges its control cost on) the action whose log-probability the consistency
+        uses. ``predict`` clips either way, as in SB3
+    :param use_policy_at_warmup: act with the policy instead of uniformly random actions before ``learning_starts``
+        (the original code acted with its initial policy from the first step)
+    :param min_batch_transitions: redraw a replay batch with ``1.2`` times as many segments until it holds at least
+        this many transitions (the original code's ``batch_by_steps``: 64 segments of up to 10 steps redrawn until they
+        hold 640); ``None``: ``batch_size`` segments, whatever their length
     :param use_sde: explore with SB3's generalised state-dependent noise (gSDE, ``Box`` actions only); with
         ``policy_kwargs=dict(squash_output=True)`` the samples are squashed by ``tanh`` into the action bounds. The
         consistency reads ``log pi`` of that distribution, so it stays exact whatever noise matrix drew the action
@@ -170,6 +180,9 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         relative_entropy_coef: float = 0.0,
         start_windows: bool = True,
         use_target_values: bool = False,
+        clip_actions: bool = True,
+        use_policy_at_warmup: bool = False,
+        min_batch_transitions: int | None = None,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         action_noise: None = None,
@@ -232,6 +245,9 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         self.relative_entropy_coef = relative_entropy_coef
         self.start_windows = start_windows
         self.use_target_values = use_target_values
+        self.clip_actions = clip_actions
+        self.use_policy_at_warmup = use_policy_at_warmup
+        self.min_batch_transitions = min_batch_transitions
         self._steps_since_train = 0
         self._saved_by = type(self).__name__
         if _init_setup_model:
@@ -347,6 +363,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         :param batch_size: segments per replay batch
         :return: the iteration's batches: with ``use_online_batch`` first the segments collected since the last
             iteration (:meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.recent_segments`), then the replay batches
+            (each redrawn larger until it holds ``min_batch_transitions`` transitions, when set)
         """
         if self.use_online_batch and self._steps_since_train > 0:
             online = self.replay_buffer.recent_segments(self._steps_since_train, env=self._vec_normalize_env)
@@ -354,7 +371,18 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
                 yield online
         self._steps_since_train = 0
         for _ in range(gradient_steps):
-            yield self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            batch = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            n_segments = batch_size
+            # the original code's batch_by_steps: 1.2 times more segments until the batch holds enough transitions;
+            # a draw of fewer segments than asked (distinct_paths: every path drawn) cannot grow
+            while (
+                self.min_batch_transitions is not None
+                and batch.mask.sum().item() < self.min_batch_transitions
+                and batch.mask.shape[1] == n_segments
+            ):
+                n_segments = max(n_segments + 1, int(n_segments * 1.2))
+                batch = self.replay_buffer.sample(n_segments, env=self._vec_normalize_env)
+            yield batch
 
     def train(self, gradient_steps: int, batch_size: int = 32) -> None:
         """

@@ -16,6 +16,7 @@ temperature; :class:`UnifiedPolicy` is the feed-forward policy built on it (:cla
 ``MultiInputPolicy`` is SB3's ``MultiInputActorCriticPolicy``, for ``Dict`` observations (SB3's ``CombinedExtractor``).
 """
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,13 +25,113 @@ from gymnasium import spaces
 from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticCnnPolicy, ActorCriticPolicy, BaseModel, MultiInputActorCriticPolicy
 from stable_baselines3.common.torch_layers import CombinedExtractor
-from stable_baselines3.common.type_aliases import PyTorchObs
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
+from torch import nn
 
 from sb3_pcl.common.consistency import soft_value
 
-MlpPolicy = ActorCriticPolicy
 CnnPolicy = ActorCriticCnnPolicy
 MultiInputPolicy = MultiInputActorCriticPolicy
+
+#: the value network's inputs (:class:`MlpPolicy`'s ``value_input``)
+VALUE_INPUTS = ("obs", "obs_squared")
+#: how the state-independent log-std starts (:class:`MlpPolicy`'s ``log_std_init_scheme``)
+LOG_STD_INIT_SCHEMES = ("constant", "glorot_uniform")
+
+
+class SquaredFeatures(nn.Module):
+    """``x -> [1, x, x ** 2]`` on the last axis: the original code's value input (width ``2 * n + 1``)."""
+
+    def forward(self, features: th.Tensor) -> th.Tensor:
+        return th.cat([th.ones_like(features[..., :1]), features, features * features], dim=-1)
+
+
+class MlpPolicy(ActorCriticPolicy):
+    """
+    SB3's :class:`ActorCriticPolicy` (separate policy and value MLPs, a diagonal Gaussian with a state-independent
+    log-std for ``Box`` actions) with three options of the original code's networks; with their defaults it is SB3's
+    policy, parameter for parameter.
+
+    :param observation_space: observation space
+    :param action_space: action space
+    :param lr_schedule: learning rate schedule
+    :param args: the other positional arguments of :class:`ActorCriticPolicy`
+    :param value_input: ``"obs"`` (SB3's: the value MLP reads the features) or ``"obs_squared"``: it reads
+        ``[1, features, features ** 2]``, as the original code's value network did
+    :param value_bias: biases in the value MLP's hidden layers and output (``False``: none, as in the original code,
+        whose constant input feature plays the first layer's bias)
+    :param log_std_init_scheme: ``"constant"`` (SB3's: every component starts at ``log_std_init``) or
+        ``"glorot_uniform"``: each component drawn uniformly in ``+-sqrt(6 / (1 + action_dim))``, the initialisation
+        the original code's ``[1, action_dim]`` log-std variable got (so each std starts between about 0.4 and 2.5 for
+        6 action components); diagonal Gaussian policies only
+    :param kwargs: the other keyword arguments of :class:`ActorCriticPolicy`
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        *args: Any,
+        value_input: str = "obs",
+        value_bias: bool = True,
+        log_std_init_scheme: str = "constant",
+        **kwargs: Any,
+    ) -> None:
+        if value_input not in VALUE_INPUTS:
+            raise ValueError(f"value_input must be one of {VALUE_INPUTS}, got {value_input!r}")
+        if not isinstance(value_bias, bool):
+            raise ValueError(f"value_bias must be True or False, got {value_bias!r}")
+        if log_std_init_scheme not in LOG_STD_INIT_SCHEMES:
+            raise ValueError(f"log_std_init_scheme must be one of {LOG_STD_INIT_SCHEMES}, got {log_std_init_scheme!r}")
+        if log_std_init_scheme != "constant" and (not isinstance(action_space, spaces.Box) or kwargs.get("use_sde")):
+            raise ValueError(
+                f"log_std_init_scheme={log_std_init_scheme!r} initialises a diagonal Gaussian's log-std: it needs Box "
+                f"actions without use_sde, got {action_space}{' with use_sde' if kwargs.get('use_sde') else ''}"
+            )
+        self.value_input = value_input
+        self.value_bias = value_bias
+        self.log_std_init_scheme = log_std_init_scheme
+        super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        """SB3's extractor; with ``value_input="obs_squared"`` or ``value_bias=False`` its value MLP built anew."""
+        super()._build_mlp_extractor()
+        if self.value_input == "obs" and self.value_bias:
+            return
+        arch = self.net_arch
+        sizes = list(arch.get("vf", []) if isinstance(arch, dict) else arch)
+        layers: list[nn.Module] = [SquaredFeatures()] if self.value_input == "obs_squared" else []
+        width = 2 * self.features_dim + 1 if self.value_input == "obs_squared" else self.features_dim
+        for size in sizes:
+            layers += [nn.Linear(width, size, bias=self.value_bias), self.activation_fn()]
+            width = size
+        self.mlp_extractor.value_net = nn.Sequential(*layers)
+        self.mlp_extractor.latent_dim_vf = width
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        """SB3's networks and optimiser, then the options: a bias-free value output, the log-std's initialisation."""
+        super()._build(lr_schedule)
+        if self.value_bias and self.log_std_init_scheme == "constant":
+            return
+        if not self.value_bias:
+            self.value_net = nn.Linear(self.mlp_extractor.latent_dim_vf, 1, bias=False)
+            if self.ortho_init:
+                self.value_net.apply(partial(self.init_weights, gain=1))
+        if self.log_std_init_scheme == "glorot_uniform":
+            limit = float(np.sqrt(6.0 / (1 + self.log_std.numel())))
+            with th.no_grad():
+                self.log_std.uniform_(-limit, limit)
+        # the optimiser again, over the parameters as they now are (it holds no state yet)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {
+            **super()._get_constructor_parameters(),
+            "value_input": self.value_input,
+            "value_bias": self.value_bias,
+            "log_std_init_scheme": self.log_std_init_scheme,
+        }
 
 
 def unified_action_dims(action_space: spaces.Space, policy_name: str = "a unified policy") -> list[int]:
@@ -184,9 +285,12 @@ def distribution_and_values(policy: ActorCriticPolicy, obs: th.Tensor, n_actions
 
 
 __all__ = [
+    "LOG_STD_INIT_SCHEMES",
+    "VALUE_INPUTS",
     "CnnPolicy",
     "MlpPolicy",
     "MultiInputPolicy",
+    "SquaredFeatures",
     "UnifiedMlpPolicy",
     "UnifiedMultiInputPolicy",
     "UnifiedPolicy",

@@ -36,7 +36,8 @@ class TrustPCL(PCL):
     uniform) = max_divergence * mean episode length``
     (:func:`~sb3_pcl.trust_pcl.lambda_search.find_relative_entropy_coef`), then smoothed,
     ``lambda <- lambda_smoothing * lambda + (1 - lambda_smoothing) * new``. With fewer than
-    :data:`~sb3_pcl.trust_pcl.lambda_search.MIN_EPISODES` episodes ``lambda`` is kept. Data, target
+    :data:`~sb3_pcl.trust_pcl.lambda_search.MIN_EPISODES` episodes ``lambda`` is kept (or, with
+    ``lambda_fallback``, that value is smoothed in as the estimate, as the original code did with 500). Data, target
     network (policy and value, polyak-averaged once per iteration), separate value optimisation
     and losses are PCL's.
 
@@ -56,6 +57,11 @@ class TrustPCL(PCL):
     :param lambda_smoothing: weight of the current ``lambda`` in its update, in ``[0, 1)``
     :param lambda_window: number of recent episodes ``lambda`` is estimated from (kept apart from SB3's logging
         window ``stats_window_size``)
+    :param lambda_fallback: the estimate while fewer than
+        :data:`~sb3_pcl.trust_pcl.lambda_search.MIN_EPISODES` episodes have ended, smoothed in at every
+        iteration like a bisection result (the original code's search returned 500, the middle of its interval
+        ``[0, 1000]``, so ``lambda`` drifted toward 500 from the first iteration); ``None``: ``lambda`` keeps its
+        current value (``relative_entropy_coef``) until the first estimate
     :param kwargs: every other argument of :class:`~sb3_pcl.PCL` (``relative_entropy_coef`` is the initial
         ``lambda`` when ``max_divergence`` is set, else its fixed value)
     """
@@ -69,12 +75,14 @@ class TrustPCL(PCL):
         max_divergence: float | None = 0.001,
         lambda_smoothing: float = 0.95,
         lambda_window: int = 100,
+        lambda_fallback: float | None = None,
         **kwargs: Any,
     ):
         # Set before PCL's constructor, which validates every hyperparameter (ours included).
         self.max_divergence = max_divergence
         self.lambda_smoothing = lambda_smoothing
         self.lambda_window = lambda_window
+        self.lambda_fallback = lambda_fallback
         #: the last bisection result (``None`` until ``lambda`` has been estimated once)
         self.lambda_target: float | None = None
         #: (return, length) of the last ``lambda_window`` episodes, in the order they ended
@@ -101,6 +109,12 @@ class TrustPCL(PCL):
             "in [0, 1)",
         )
         check(is_int(self.lambda_window) and self.lambda_window >= 1, "lambda_window", self.lambda_window, "an integer >= 1")
+        check(
+            self.lambda_fallback is None or (is_real(self.lambda_fallback) and self.lambda_fallback >= 0),
+            "lambda_fallback",
+            self.lambda_fallback,
+            "None (keep lambda until the first estimate) or a finite float >= 0",
+        )
 
     # ------------------------------------------------------------------ lambda
     def _episode_returns_in_training_units(self, returns: np.ndarray) -> np.ndarray:
@@ -119,7 +133,8 @@ class TrustPCL(PCL):
         return returns
 
     def _update_relative_entropy_coef(self) -> None:
-        """Re-estimate ``lambda`` from the last ``lambda_window`` episodes and smooth it in (kept with too few episodes)."""
+        """Re-estimate ``lambda`` from the last ``lambda_window`` episodes and smooth it in (with too few episodes: kept,
+        or ``lambda_fallback`` smoothed in)."""
         assert self.max_divergence is not None
         episodes = np.array(self._lambda_episodes, dtype=np.float64).reshape(-1, 2)
         returns, lengths = episodes[:, 0], episodes[:, 1]
@@ -128,8 +143,11 @@ class TrustPCL(PCL):
         )
         if new is None:
             self._warn_if_lambda_cannot_adapt()
-            return
-        self.lambda_target = new
+            if self.lambda_fallback is None:
+                return
+            new = float(self.lambda_fallback)
+        else:
+            self.lambda_target = new
         self.relative_entropy_coef = float(
             self.lambda_smoothing * self.relative_entropy_coef + (1.0 - self.lambda_smoothing) * new
         )
