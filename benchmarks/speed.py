@@ -49,12 +49,16 @@ DEFAULT_CONFIGS = (
 STEPS, DEFAULT_STEPS = 5_000, {"sac": 1_000, "td3": 1_000}
 #: baselines whose v5 entries rl-zoo3 lacks: this folder holds their v4 entries under the v5 ids
 BASELINE_DIR_ALGOS, BASELINE_HYPERPARAMS_DIR = ("trpo",), Path(__file__).resolve().parent / "hyperparams"
-PARTS = ("collection", "sampling", "forward", "backward", "optimizer", "value_fit", "other")
+PARTS = ("env", "acting", "collection", "sampling", "forward", "backward", "optimizer", "value_fit", "training", "other")
+#: the parts inside a training iteration (``train``): its time is their sum
+TRAINING_PARTS = ("sampling", "forward", "backward", "optimizer", "value_fit", "training")
 #: the timed calls of a PCL-family model: (attribute path of the object, method, part); those a model lacks are skipped
 #: (the policy optimiser's steps and autograd's backward passes are timed too: :func:`instrument`)
 TIMED_CALLS = (
     ("", "collect_rollouts", "collection"),
-    ("", "train", "other"),
+    ("env", "step", "env"),
+    ("actor", "forward", "acting"),
+    ("", "train", "training"),
     ("replay_buffer", "sample", "sampling"),
     ("replay_buffer", "recent_segments", "sampling"),
     ("", "_evaluate", "forward"),
@@ -150,13 +154,54 @@ def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> It
             delattr(owner, method)  # the class's method again
 
 
-def _configure(spec: str) -> tuple[str, str, int]:
-    """:return: algorithm, env and torch threads of ``algo:env`` or ``algo:env@threads``"""
+def _configure(spec: str) -> tuple[str, str, int, str | None]:
+    """:return: algorithm, env, torch threads and entry of ``algo:env``, ``algo:env@threads`` or ``algo[entry]:env...``
+    (``entry``: the key of the algorithm's file read whatever the env, as a campaign's ``entry``)"""
     rest, _, threads = spec.partition("@")
     algo, sep, env = rest.partition(":")
-    if not sep or not algo or not env or (threads and not (threads.isdigit() and int(threads) >= 1)):
-        raise ValueError(f"a configuration is 'algo:env' or 'algo:env@threads', got {spec!r}")
-    return algo, env, int(threads or 1)
+    entry = None
+    if algo.endswith("]") and "[" in algo:
+        algo, _, entry = algo[:-1].partition("[")
+    if not sep or not algo or not env or entry == "" or (threads and not (threads.isdigit() and int(threads) >= 1)):
+        raise ValueError(f"a configuration is 'algo:env', 'algo:env@threads' or 'algo[entry]:env', got {spec!r}")
+    return algo, env, int(threads or 1), entry
+
+
+def matmul_rate(rows: int = 768, width: int = 256, seconds: float = 1.0) -> float:
+    """
+    :param rows: rows of the left operand (a training batch's, about)
+    :param width: the hidden width (both other dimensions)
+    :param seconds: process CPU time to measure for
+    :return: GFLOP per second of process CPU time of ``(rows, width) @ (width, width)`` products, with this process's
+        torch threads (the reference of the training step's achieved rate, :func:`_breakdown`)
+    """
+    import torch as th
+
+    left, right = th.randn(rows, width), th.randn(width, width)
+    for _ in range(20):
+        left @ right
+    count, start = 0, time.process_time()
+    while (elapsed := time.process_time() - start) < seconds:
+        for _ in range(50):
+            left @ right
+        count += 50
+    return 2.0 * rows * width * width * count / elapsed / 1e9
+
+
+def training_flops(model: Any, iterations: int = 5) -> float:
+    """
+    :param model: a PCL-family model that has trained (its replay can be sampled)
+    :param iterations: training iterations counted (they train the model further)
+    :return: matrix-multiply FLOPs per training iteration (forward, target and backward passes), counted by
+        ``torch.utils.flop_counter.FlopCounterMode``
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        for _ in range(iterations):
+            model.train(gradient_steps=model.gradient_steps, batch_size=model.batch_size)
+    return counter.get_total_flops() / iterations
 
 
 @contextlib.contextmanager
@@ -217,6 +262,7 @@ def _breakdown(model: Any, steps: int) -> dict[str, Any]:
         "batches": model._n_updates - n_updates,
         "total_s": total,
         "parts_s": parts,
+        "flops_per_iteration": training_flops(model),
     }
 
 
@@ -238,13 +284,13 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
 
     parsed = {spec: _configure(spec) for spec in configs}  # every configuration checked before any is built
     models, results = {}, {}
-    for spec, (algo, env_id, threads) in parsed.items():
+    for spec, (algo, env_id, threads, entry) in parsed.items():
         th.set_num_threads(threads)
         if algo == ENV_LIMIT:
             model = EnvLimit(env_id, seed)
         else:
             hyperparams_dir = BASELINE_HYPERPARAMS_DIR if algo in BASELINE_DIR_ALGOS else None
-            model = make_experiment(algo, env_id, seed, hyperparams_dir=hyperparams_dir, eval_env=False).model
+            model = make_experiment(algo, env_id, seed, hyperparams_dir=hyperparams_dir, eval_env=False, entry=entry).model
         if (before_timing := int(getattr(model, "learning_starts", 0) or 0) + warmup) > 0:
             model.learn(before_timing)
         models[spec] = model
@@ -277,6 +323,7 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
         if breakdown and isinstance(model, PCL):
             th.set_num_threads(run["threads"])
             run["breakdown"] = _breakdown(model, run["steps_per_rep"])
+            run["matmul_gflops"] = matmul_rate()
     return {"runs": results}
 
 
@@ -325,7 +372,7 @@ def _breakdown_table(title: str, source: dict[str, Any]) -> list[str]:
         if "breakdown" in run:
             part = run["breakdown"]
             iterations, per_1000 = max(part["iterations"], 1), 1000.0 / max(part["env_steps"], 1)
-            seconds = [*(part["parts_s"][name] for name in PARTS), part["total_s"]]
+            seconds = [*(part["parts_s"].get(name, 0.0) for name in PARTS), part["total_s"]]
             cells = [f"{1e3 * value / iterations:.2f} / {1e3 * value * per_1000:.0f}" for value in seconds]
             rows.append([spec, str(part["iterations"]), str(part["batches"]), *cells])
     if not rows:
@@ -333,11 +380,52 @@ def _breakdown_table(title: str, source: dict[str, Any]) -> list[str]:
     return [
         f"## {title}where the time goes (one extra repetition with timers)",
         f"Milliseconds of {source.get('breakdown_clock', 'wall-clock')} time per training iteration / per 1000 env "
-        "steps. *collection*: acting, env steps and storing transitions; *sampling*: drawing the replay's path "
-        "segments; *forward*: the policy's and the values' forward passes and the consistency; *backward*: autograd; "
-        "*optimizer*: the optimiser's step; *value_fit*: a separate value fit; *other*: statistics, logging, the learn "
-        "loop and callbacks.",
+        "steps. *env*: the VecEnv's steps; *acting*: the acting policy's forward passes; *collection*: the rest of "
+        "collecting (storing transitions, SB3's loop); *sampling*: drawing the replay's path segments; *forward*: the "
+        "policy's and the values' forward passes and the consistency; *backward*: autograd; *optimizer*: the "
+        "optimiser's step; *value_fit*: a separate value fit; *training*: the rest of a training iteration (target "
+        "update, statistics, logging); *other*: the learn loop and callbacks. Runs measured before *env*, *acting* and "
+        "*training* were split out count them in *collection* and *other*.",
         "\n".join(markdown_table(["Configuration", "Iterations", "Batches", *PARTS, "Total"], rows)),
+    ]
+
+
+def _flops_table(source: dict[str, Any]) -> list[str]:
+    """:return: the paragraphs of the training step's achieved FLOP rate against the matmul rate (none without data)"""
+    rows = []
+    for spec, run in source.get("runs", {}).items():
+        part = run.get("breakdown", {})
+        if "flops_per_iteration" not in part or "matmul_gflops" not in run:
+            continue
+        parts, steps, iterations = part["parts_s"], max(part["env_steps"], 1), max(part["iterations"], 1)
+        training = sum(parts.get(name, 0.0) for name in TRAINING_PARTS)
+        acting_env = parts.get("env", 0.0) + parts.get("acting", 0.0)
+        achieved = part["flops_per_iteration"] * iterations / max(training, 1e-12) / 1e9
+        rows.append([
+            spec,
+            f"{1e3 * part['total_s'] / steps:.3f}",
+            f"{1e3 * parts.get('env', 0.0) / steps:.3f}",
+            f"{1e3 * parts.get('acting', 0.0) / steps:.3f}",
+            f"{1e3 * (part['total_s'] - training - acting_env) / steps:.3f}",
+            f"{1e3 * training / steps:.3f} ({training / part['total_s']:.0%})",
+            f"{part['flops_per_iteration'] / 1e9:.3f}",
+            f"{achieved:.1f}",
+            f"{run['matmul_gflops']:.1f}",
+            f"{achieved / run['matmul_gflops']:.2f}",
+        ])  # fmt: skip
+    if not rows:
+        return []
+    header = ["Configuration", "CPU ms / env step", "env", "acting", "collection, loop", "training", "GFLOP / iteration"]
+    header += ["Training GFLOP/s", "Matmul GFLOP/s", "Ratio"]
+    return [
+        "## The training step against the matmul rate",
+        "CPU milliseconds per env step of the timed repetition, split into the env's steps, the acting policy's passes, "
+        "the rest of collection and the learn loop, and the training iterations (share of the total). GFLOP per "
+        "iteration: the matrix products of an iteration (forward, target and backward passes) as "
+        "`torch.utils.flop_counter` counts them. Training GFLOP/s: those FLOPs over the training iterations' CPU time. "
+        "Matmul GFLOP/s: this process's `(768, 256) @ (256, 256)` products, measured in the same run with the same "
+        "threads. Ratio: training over matmul.",
+        "\n".join(markdown_table(header, rows)),
     ]
 
 
@@ -375,6 +463,7 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
     if baseline:
         when = f"{baseline.get('revision', '?')}, {baseline.get('date', '?')}"
         paragraphs.append(f"Before: `{baseline.get('command', '?')}` at {when}.")
+    paragraphs += _flops_table(data)
     paragraphs += _breakdown_table("", data) + _breakdown_table("Before: ", baseline or {})
     path = out / "results.md"
     path.write_text("\n\n".join(paragraphs) + "\n")

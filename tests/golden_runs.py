@@ -26,6 +26,7 @@ from stable_baselines3.common.logger import KVWriter, Logger
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
 from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
+from sb3_pcl.common.hyperparams import load_hyperparams
 from sb3_pcl.envs import ExpertPathsCallback, SharedCurriculum
 
 
@@ -146,6 +147,13 @@ def _trust_pcl_lstm() -> dict[str, str]:
     return _off_policy(RecurrentTrustPCL, "MlpLstmPolicy", "CartPole-v1", steps=300, relative_entropy_coef=0.1)
 
 
+def _trust_pcl_2018() -> dict[str, str]:
+    """The ``mujoco-2018`` entry as shipped on HalfCheetah: 640 warm-up steps acted by the policy, then 36 iterations."""
+    kwargs = load_hyperparams("trust_pcl", "mujoco-2018").kwargs
+    model = TrustPCL(env=make_vec_env("HalfCheetah-v5", n_envs=1, seed=0), seed=0, **kwargs)
+    return _digest(model, _train(model, 1_000))
+
+
 def _expert_seeding() -> dict[str, str]:
     env = SharedCurriculum(make_vec_env("sb3_pcl/Copy-v0", n_envs=2, seed=0))
     model = PCL("MlpPolicy", env, **{**FAST, "buffer_size": 4_000})
@@ -205,6 +213,7 @@ RUNS: dict[str, Callable[[], dict[str, str]]] = {
     "pcl_gsde": _pcl_gsde,
     "trust_pcl": _trust_pcl,
     "trust_pcl_lstm": _trust_pcl_lstm,
+    "trust_pcl_2018": _trust_pcl_2018,
     "pcl_expert_seeding": _expert_seeding,
     "reinforce_discrete": _reinforce_discrete,
     "reinforce_box": _reinforce_box,

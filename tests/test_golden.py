@@ -54,6 +54,7 @@ GOLDEN: dict[str, dict[str, dict[str, str]]] = {
         "pcl_gsde": {"params": "87e9a8b68ab97494", "losses": "c69b8c0db4c5e8fb"},
         "trust_pcl": {"params": "259aca9e1a303bde", "losses": "e5523c7691c02d1c"},
         "trust_pcl_lstm": {"params": "9451de04cbac09d6", "losses": "9c2f3a4104909a2a"},
+        "trust_pcl_2018": {"params": "375fbe3f42cc9317", "losses": "38b699457ea9942b"},
         "pcl_expert_seeding": {"params": "23ddc361b9c1cf77", "losses": "025b4725c57a881a"},
         "reinforce_discrete": {"params": "4f08ff6163bb1814", "losses": "01039fa21521ddb7"},
         "reinforce_box": {"params": "4b6ee6b39d012557", "losses": "d1c28b2b006dfc5a"},
@@ -64,15 +65,24 @@ GOLDEN: dict[str, dict[str, dict[str, str]]] = {
 }
 
 
+#: runs added after a kind of CPU was last available: that kind has no digests of them yet (record them on it)
+ADDED_SINCE: dict[str, set[str]] = {"AMD EPYC": {"trust_pcl_2018"}}
+
+
 def test_every_cpu_kind_has_every_run() -> None:
-    for digests in GOLDEN.values():
-        assert set(digests) == set(RUNS)
+    for kind, digests in GOLDEN.items():
+        assert set(digests) | ADDED_SINCE.get(kind, set()) == set(RUNS), kind
+        assert not set(digests) & ADDED_SINCE.get(kind, set()), f"{kind}: recorded runs are still listed in ADDED_SINCE"
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_golden_run_is_bit_identical(name: str) -> None:
     digests = run(name)
-    kinds = [kind for kind, runs in GOLDEN.items() if runs[name] == digests]
+    kinds = [kind for kind, runs in GOLDEN.items() if runs.get(name) == digests]
+    this_cpu = cpu_numerics()
+    own = [kind for kind in GOLDEN if this_cpu.startswith(kind)]  # this CPU's kind, if recorded
+    if not kinds and own and all(name in ADDED_SINCE.get(kind, set()) for kind in own):
+        pytest.skip(f"{name} gave {digests}: {this_cpu} has no digests of it yet; record them (tests/golden_runs.py)")
     assert kinds, (
         f"{name} gave {digests}, the digests of no kind of CPU in GOLDEN ({', '.join(GOLDEN)}); this CPU: {cpu_numerics()}"
     )

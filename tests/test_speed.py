@@ -30,7 +30,11 @@ def test_speed_writes_the_table_and_the_breakdown(tmp_path: Path) -> None:
     parts = run["breakdown"]["parts_s"]
     assert run["breakdown"]["iterations"] >= 1 and run["breakdown"]["batches"] >= 1
     assert parts["backward"] > 0 and parts["optimizer"] > 0  # autograd and the optimiser's step hooks were timed
+    assert parts["env"] > 0 and parts["acting"] > 0 and parts["training"] > 0  # the VecEnv, the actor, train itself
+    # matrix products of 2 x 64 tanh MLPs: an iteration's FLOPs are counted, the matmul rate measured in the run
+    assert run["breakdown"]["flops_per_iteration"] > 0 and run["matmul_gflops"] > 0
     report = (tmp_path / "results.md").read_text()
+    assert "The training step against the matmul rate" in report
     assert "| pcl:CartPole-v1 | PCL | 8 |" in report and "where the time goes" in report and "wall-clock" in report
     assert (tmp_path / "speed.png").is_file()
     # a later run reports the earlier one as "before"
@@ -47,9 +51,10 @@ def test_speed_rejects_a_malformed_configuration() -> None:
 
 
 def test_configurations_name_their_torch_threads_and_a_load_runs_alongside() -> None:
-    assert speed._configure("pcl:CartPole-v1") == ("pcl", "CartPole-v1", 1)
-    assert speed._configure("trust_pcl:HalfCheetah-v5@2") == ("trust_pcl", "HalfCheetah-v5", 2)
-    for bad in ("pcl:CartPole-v1@0", "pcl:CartPole-v1@x", ":CartPole-v1"):
+    assert speed._configure("pcl:CartPole-v1") == ("pcl", "CartPole-v1", 1, None)
+    assert speed._configure("trust_pcl:HalfCheetah-v5@2") == ("trust_pcl", "HalfCheetah-v5", 2, None)
+    assert speed._configure("trust_pcl[mujoco-2018]:Hopper-v5") == ("trust_pcl", "Hopper-v5", 1, "mujoco-2018")
+    for bad in ("pcl:CartPole-v1@0", "pcl:CartPole-v1@x", ":CartPole-v1", "pcl[]:CartPole-v1"):
         with pytest.raises(ValueError, match="algo:env@threads"):
             speed._configure(bad)
     with speed.machine_load(1):

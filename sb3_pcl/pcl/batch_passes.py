@@ -128,16 +128,19 @@ class BatchPasses:
         valid = batch.mask.reshape(-1).bool()
         return map_obs(lambda obs: obs.reshape(-1, *obs.shape[2:])[valid], batch.observations)
 
-    def _kl_to_target(self, batch: PathBatch) -> th.Tensor:
-        """:return: the mean ``KL(pi_target || pi)`` over the valid states of a batch (0-d, on the model's device)"""
+    def _kl_to_target(self, batch: PathBatch, distribution: Any = None) -> th.Tensor:
+        """
+        :param batch: the path segments
+        :param distribution: the online action distribution of the batch's ``T * B`` steps that its update read, if at
+            hand: with the target's pass kept, the KL is then read from the two passes the update made (a separate
+            value fit's pass after the step replaces it), and costs no forward pass
+        :return: the mean ``KL(pi_target || pi)`` over the valid states of a batch (0-d, on the model's device)
+        """
         target, current = self._target_cache, self._post_step_distribution
-        if target is not None and target[0] is batch:
-            # the target's pass over the batch is at hand; so is the policy's after the last step when a value fit
-            # made it, else one pass of the policy alone over the batch's T * B steps
+        if current is None or current[0] is not batch:
+            current = None if distribution is None else (batch, distribution)
+        if target is not None and target[0] is batch and current is not None:
             with th.no_grad():
-                if current is None or current[0] is not batch:
-                    n_rows = batch.mask.numel()
-                    current = (batch, self.policy.get_distribution(merge_leading(batch.observations, n_rows)))
                 return masked_mean(state_kl(target[1][3], current[1]), batch.mask.reshape(-1))
         obs = self._valid_observations(batch)
         with th.no_grad():

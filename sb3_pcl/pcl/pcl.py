@@ -448,8 +448,8 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
                         stats.setdefault(key, []).append(value)
                     n_updates += 1
             self._n_updates += n_updates
-            if batch is not None and self._uses_target_policy():  # while the iteration's passes are kept
-                stats["kl_to_target"] = [self._kl_to_target(batch)]
+            if batch is not None and self._uses_target_policy():  # from the last update's passes, while they are kept
+                stats["kl_to_target"] = [self._kl_to_target(batch, distribution)]
             for key, values_of_key in on_host(stats).items():
                 self.logger.record(f"train/{key}", float(np.mean(values_of_key)))
             self.logger.record("train/ent_coef", ent_coef)

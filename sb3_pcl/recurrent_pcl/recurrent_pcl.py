@@ -179,8 +179,9 @@ class RecurrentPCL(PCL):
         _, log_prob, _, distribution = self._evaluate(policy, batch)
         return log_prob, distribution
 
-    def _kl_to_target(self, batch: PathBatch) -> th.Tensor:
-        """:return: the mean ``KL(pi_target || pi)`` over the valid steps of a batch, both replayed from the path starts"""
+    def _kl_to_target(self, batch: PathBatch, distribution: Any = None) -> th.Tensor:
+        """:return: the mean ``KL(pi_target || pi)`` over the valid steps of a batch, both replayed from the path starts
+        after the iteration's updates (``distribution`` is not used)"""
         with th.no_grad():
             target_distribution = self._evaluate(self.policy_target, batch)[3]
             distribution = self._evaluate(self.policy, batch)[3]
