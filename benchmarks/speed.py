@@ -63,8 +63,8 @@ TIMED_CALLS = (
     ("replay_buffer", "recent_segments", "sampling"),
     ("", "_evaluate", "forward"),
     ("", "_consistency", "forward"),
-    ("_policy_step", "step", "backward"),  # a trust-region step: its forward re-evaluations are timed apart
-    ("_value_fit", "fit", "value_fit"),
+    ("", "_trust_region_step", "backward"),  # a trust-region step: its forward re-evaluations are timed apart
+    ("", "_fit_value", "value_fit"),
 )
 
 

@@ -401,7 +401,8 @@ def test_a_non_finite_value_fit_is_refused() -> None:
     batch = model.replay_buffer.sample(2)
     batch = batch._replace(rewards=th.full_like(batch.rewards, float("inf")))
     with pytest.raises(ValueError, match=r"non-finite update in the value fit"):
-        model._value_fit.fit(batch, 0.01)
+        values, _, final_values, _ = model._evaluate(model.policy, batch)
+        model._fit_value(batch, values, final_values, 0.01, None)
 
 
 @pytest.mark.parametrize("algo", [Reinforce, UREX], ids=["Reinforce", "UREX"])

@@ -246,7 +246,9 @@ def test_paper_table1_campaign_file() -> None:
         # the &mujoco-2017 recipe (the Ant-v5 entry) on every task, 10M steps, evaluated every 250k, the stop rule
         assert task.entry == "Ant-v5" and task.steps == 10_000_000 and task.eval_freq == 250_000
         assert task.n_eval_episodes == 10 and task.cpu_budget is None
-        assert task.stop_below == (None if task.seed else (3_000_000, 0.25 * PAPER[task.env]))
+        # HalfCheetah seed 0 runs again to 10M without the rule (NOTES.md, "HalfCheetah-v5 to 10M")
+        unstopped = task.seed or (task.algo == "trust_pcl" and task.env == "HalfCheetah-v5")
+        assert task.stop_below == (None if unstopped else (3_000_000, 0.25 * PAPER[task.env]))
         overrides, source = algorithms.load_hyperparams(task.algo, task.env, entry=task.entry)
         assert source.startswith(f"hyperparams/trust_pcl.yml [Ant-v5{'' if task.env == 'Ant-v5' else f' for {task.env}'}]")
         assert overrides == {} if task in pilot or task in later else overrides in allowed

@@ -1,7 +1,5 @@
 """Behaviour tests of the ``PCL`` algorithm as a Stable-Baselines3 ``OffPolicyAlgorithm``."""
 
-import subprocess
-import sys
 import warnings
 
 import gymnasium as gym
@@ -470,28 +468,28 @@ def test_target_network_lag_one_freezes_and_zero_copies():
 
 def test_value_fit_grad(tmp_path):
     model = PCL("MlpPolicy", "CartPole-v1", seed=0, value_fit="grad", **{**FAST, "learning_starts": 10_000})
-    value_ids = {id(p) for p in model._value_fit.value_parameters()}
+    value_ids = {id(p) for p in model._value_parameters}
     assert value_ids
     policy_opt_ids = {id(p) for group in model.policy.optimizer.param_groups for p in group["params"]}
     assert not value_ids & policy_opt_ids
     assert policy_opt_ids | value_ids == {id(p) for p in model.policy.parameters()}
-    assert model._value_fit.optimizer is not None
-    assert {id(p) for group in model._value_fit.optimizer.param_groups for p in group["params"]} == value_ids
+    assert model.value_optimizer is not None
+    assert {id(p) for group in model.value_optimizer.param_groups for p in group["params"]} == value_ids
 
     model.learn(100)
-    value_before = [p.detach().clone() for p in model._value_fit.value_parameters()]
+    value_before = [p.detach().clone() for p in model._value_parameters]
     model.train(gradient_steps=1, batch_size=4)
-    assert any(not th.equal(p, b) for p, b in zip(model._value_fit.value_parameters(), value_before, strict=True))
+    assert any(not th.equal(p, b) for p, b in zip(model._value_parameters, value_before, strict=True))
 
     model.save(tmp_path / "grad.zip")
     loaded = PCL.load(tmp_path / "grad.zip")
-    assert loaded._value_fit.optimizer is not None
-    state = loaded._value_fit.optimizer.state_dict()["state"]
+    assert loaded.value_optimizer is not None
+    state = loaded.value_optimizer.state_dict()["state"]
     assert state
-    original = model._value_fit.optimizer.state_dict()["state"]
+    original = model.value_optimizer.state_dict()["state"]
     for key in original:
         assert th.equal(state[key]["exp_avg"], original[key]["exp_avg"])
-    loaded_value_ids = {id(p) for p in loaded._value_fit.value_parameters()}
+    loaded_value_ids = {id(p) for p in loaded._value_parameters}
     loaded_policy_ids = {id(p) for group in loaded.policy.optimizer.param_groups for p in group["params"]}
     assert not loaded_value_ids & loaded_policy_ids
 
@@ -709,20 +707,6 @@ def _count_noise_resets(monkeypatch, model: PCL) -> dict[str, list[int]]:
 
         monkeypatch.setattr(policy, "reset_noise", counting)
     return calls
-
-
-def test_the_update_options_are_imported_only_when_chosen():
-    """The default update is PCL.train's own; the value fits and the trust-region step load when an argument picks them."""
-    code = (
-        "import sys; from sb3_pcl import PCL\n"
-        "options = ('sb3_pcl.pcl.value_fits', 'sb3_pcl.pcl.policy_steps', 'sb3_pcl.pcl.trust_region')\n"
-        "PCL('MlpPolicy', 'CartPole-v1').learn(200)\n"
-        "print(sorted(name for name in options if name in sys.modules))\n"
-        "PCL('MlpPolicy', 'CartPole-v1', value_fit='grad', policy_step='trust_region')\n"
-        "print(sorted(name for name in options if name in sys.modules))\n"
-    )
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert output == ["[]", "['sb3_pcl.pcl.policy_steps', 'sb3_pcl.pcl.trust_region', 'sb3_pcl.pcl.value_fits']"]
 
 
 @pytest.mark.parametrize("sde_sample_freq, per_collection", [(-1, 1), (4, 5)])

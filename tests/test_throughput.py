@@ -1,5 +1,7 @@
 """The fast paths of acting and training: they must compute what the plain paths compute (the golden runs pin the rest)."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch as th
@@ -9,7 +11,7 @@ from stable_baselines3.common.utils import explained_variance
 
 from sb3_pcl import PCL, TrustPCL
 from sb3_pcl.common.actions import sample_actions
-from sb3_pcl.common.statistics import explained_variance_tensor, on_host
+from sb3_pcl.common.statistics import explained_variance_tensor, on_host, state_kl
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"])
@@ -42,25 +44,23 @@ def test_statistics_reach_the_host_once_with_the_values_of_item() -> None:
     assert th.isnan(explained_variance_tensor(y_pred, th.ones(50)))
 
 
-def test_a_training_iteration_shares_its_passes_and_logs_the_kl_after_the_last_step() -> None:
+def test_the_logged_kl_reads_the_update_s_passes_and_equals_fresh_ones() -> None:
     env = make_vec_env("Pendulum-v1", n_envs=1, seed=0)
     kwargs = {**FAST, "value_fit": "grad", "max_divergence": None, "relative_entropy_coef": 1.0}
     model = TrustPCL("MlpPolicy", env, seed=0, **kwargs)
-    assert model._policy_alone and model._values_survive_policy_step
-    kept = []
+    calls = []
     kl_to_target = model._kl_to_target
 
-    def recording(batch):
-        kept.append((model._target_cache is not None, model._post_step_distribution is not None))
-        kl = kl_to_target(batch)
-        model._clear_batch_caches()  # the plain computation, from fresh passes of both networks
-        assert float(kl) == pytest.approx(float(kl_to_target(batch)), rel=1e-4, abs=1e-7)
+    def recording(batch, distribution=None, target=None):
+        calls.append((distribution is not None, target is not None))
+        kl = kl_to_target(batch, distribution, target)
+        with th.no_grad():  # against a fresh pass of the target network over the batch's T * B steps
+            obs = batch.observations.reshape(-1, *batch.observations.shape[2:])
+            per_state = state_kl(model.policy_target.get_distribution(obs), copy.copy(distribution))
+            fresh = (per_state * batch.mask.reshape(-1)).sum() / batch.mask.sum()
+        assert float(kl) == pytest.approx(float(fresh), rel=1e-3, abs=1e-7)
         return kl
 
     model._kl_to_target = recording
     model.learn(200)
-    assert kept and all(target and post_step for target, post_step in kept)
-    # outside a training iteration nothing is kept: a changed target network is seen at once
-    assert model._target_cache is None and model._values_cache is None and not model._keep_batch_passes
-    # a joint value fit moves the values with the policy: they are computed again
-    assert not PCL("MlpPolicy", env, seed=0, **FAST)._values_survive_policy_step
+    assert calls and all(distribution and target for distribution, target in calls)

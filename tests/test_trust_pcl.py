@@ -487,7 +487,7 @@ def test_trust_pcl_declares_only_what_it_adds_and_forwards_the_rest():
     model = TrustPCL("MlpPolicy", "CartPole-v1", **{**FAST, "learning_starts": 10_000, **forwarded})
     for name, value in forwarded.items():
         assert getattr(model, name) == value, name
-    assert model._value_fit.mix == 0.5
+    assert model._value_fit_settings.mix == 0.5
     with pytest.raises(TypeError, match="tau"):
         TrustPCL("MlpPolicy", "CartPole-v1", tau=0.1)  # the old name of ent_coef is gone, not silently reinterpreted
 
@@ -521,7 +521,7 @@ def test_trust_region_policy_step_with_the_relative_entropy_term(env_id):
         values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
         consistency = model._consistency(batch, values, log_prob, final_values, 0.0)
         before = float((0.5 * consistency.residual.detach() ** 2 * consistency.mask).sum(0).mean())
-        stats = model._policy_step.step(batch, th.zeros(()), consistency, 0.0)
+        stats = model._trust_region_step(batch, consistency, 0.0, None)
         with th.no_grad():
             kl = kl_divergence(old, model.policy.get_distribution(obs))
             kl = float((kl.sum(dim=-1) if kl.dim() > 1 else kl).mean())
@@ -592,7 +592,7 @@ def test_shipped_hyperparameters_and_sampler_build_the_algorithm():
     assert cheetah.policy.activation_fn is th.nn.ReLU and not cheetah.policy.ortho_init
     assert th.allclose(cheetah.policy.log_std, th.full((6,), -1.0))
     # ... with gamma 0.99 and the policy's learning rate annealed from 2e-3 to 0 (the value fit keeps 2e-3)
-    assert cheetah.gamma == 0.99 and cheetah._value_fit.learning_rate == 2e-3
+    assert cheetah.gamma == 0.99 and cheetah._value_fit_settings.learning_rate == 2e-3
     assert [cheetah.lr_schedule(p) for p in (1.0, 0.5, 0.0)] == pytest.approx([2e-3, 1e-3, 0.0])
 
     import optuna

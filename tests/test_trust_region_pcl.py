@@ -16,19 +16,25 @@ from stable_baselines3.common.logger import configure
 from sb3_pcl import PCL, TrustPCL
 from sb3_pcl.common.consistency import pcl_policy_loss, value_targets
 from sb3_pcl.common.statistics import state_kl
-from sb3_pcl.pcl.policy_steps import TrustRegionStep
 from sb3_pcl.pcl.trust_region import (
+    TrustRegion,
     backtracking_line_search,
     fisher_vector_product_fn,
     natural_gradient_step,
     squared_consistency_objective,
     trust_region_step,
 )
-from sb3_pcl.pcl.value_fits import BestFitValueFit, ridge_regression
+from sb3_pcl.pcl.value_fits import BestFit, LBFGSFit, ridge_regression
 
 #: the shared fast settings with bigger batches (the trust-region step needs a few paths) and PCL's learning rate
 FAST = {**PCL_FAST, "learning_rate": 3e-3, "learning_starts": 100, "batch_size": 8, "train_freq": 32, "buffer_size": 5_000}
 TRUST_REGION = {"policy_step": "trust_region", "value_fit": "grad"}
+
+
+def fit_value(model: PCL, batch, ent_coef: float):
+    """The model's separate value fit on one batch, from the values of a fresh pass (the values before the fit)."""
+    values, _, final_values, _ = model._evaluate(model.policy, batch)
+    return model._fit_value(batch, values, final_values, ent_coef, None)
 
 
 def flat_params(params) -> th.Tensor:
@@ -330,19 +336,19 @@ def test_squared_consistency_objective_gradient_is_the_clipped_residual():
 def test_trust_region_updates_respect_the_kl_bound(env_id, settings):
     model = filled_model(env_id, **TRUST_REGION, policy_step_kwargs=settings)
     target_kl = settings["target_kl"]
-    assert model._policy_step.target_kl == target_kl
+    assert model._trust_region.target_kl == target_kl
     kls, accepted = [], 0
     for _ in range(6):
         batch = model.replay_buffer.sample(8)
         old = valid_distribution(model, batch)
-        before = flat_params(model._value_fit.policy_parameters())
+        before = flat_params(model._policy_parameters)
         values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
         consistency = model._consistency(batch, values, log_prob, final_values, 0.01)
-        stats = model._policy_step.step(batch, pcl_policy_loss(consistency, model.clip_adv), consistency, 0.01)
+        stats = model._trust_region_step(batch, consistency, 0.01, None)
         kl = batch_kl(model, old, batch)
         assert kl <= target_kl * (1 + 1e-5), (kl, stats)
         assert kl == pytest.approx(stats["kl"], rel=1e-3, abs=1e-7)
-        moved = not th.equal(flat_params(model._value_fit.policy_parameters()), before)
+        moved = not th.equal(flat_params(model._policy_parameters), before)
         assert moved == bool(stats["line_search_success"])
         accepted += int(stats["line_search_success"])
         kls.append(kl)
@@ -363,7 +369,7 @@ def _objective(model: PCL, batch, ent_coef: float, loss: str, old_residual: th.T
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"], ids=["Discrete", "Box"])
 def test_accepted_trust_region_step_decreases_the_loss(env_id, loss):
     model = filled_model(env_id, **TRUST_REGION, policy_step_kwargs={"loss": loss})
-    assert isinstance(model._policy_step, TrustRegionStep) and model._policy_step.loss == loss
+    assert isinstance(model._trust_region, TrustRegion) and model._trust_region.loss == loss
     ent_coef = 0.05
     n_accepted = 0
     for _ in range(4):
@@ -373,7 +379,7 @@ def test_accepted_trust_region_step_decreases_the_loss(env_id, loss):
         old_residual = consistency.residual.detach()
 
         before = _objective(model, batch, ent_coef, loss, old_residual)
-        stats = model._policy_step.step(batch, pcl_policy_loss(consistency, model.clip_adv), consistency, ent_coef)
+        stats = model._trust_region_step(batch, consistency, ent_coef, None)
         after = _objective(model, batch, ent_coef, loss, old_residual)
         if stats["line_search_success"]:
             n_accepted += 1
@@ -385,26 +391,24 @@ def test_accepted_trust_region_step_decreases_the_loss(env_id, loss):
 
 
 def test_trust_region_moves_only_policy_parameters_and_logs():
-    model = filled_model("CartPole-v1", **TRUST_REGION)
-    model.set_logger(configure(None, []))
-    value_before = flat_params(model._value_fit.value_parameters())
-    policy_before = flat_params(model._value_fit.policy_parameters())
-    value_ids = {id(p) for p in model._value_fit.value_parameters()}
     # a deterministic value fit that cannot touch the policy
-    model._value_fit = BestFitValueFit()
-    model._value_fit.setup(model)
+    model = filled_model("CartPole-v1", policy_step="trust_region", value_fit="best_fit")
+    model.set_logger(configure(None, []))
+    value_before = flat_params(model._value_parameters)
+    policy_before = flat_params(model._policy_parameters)
+    value_ids = {id(p) for p in model._value_parameters}
     model.train(gradient_steps=2, batch_size=16)
     logged = model.logger.name_to_value
     for key in ("train/kl", "train/line_search_success", "train/step_size", "train/line_search_trials", "train/grad_norm"):
         assert key in logged, key
     assert "train/value_fit_loss" in logged
-    assert 0 <= logged["train/kl"] <= model._policy_step.target_kl
-    assert not th.equal(flat_params(model._value_fit.policy_parameters()), policy_before)
-    assert not th.equal(flat_params(model._value_fit.value_parameters()), value_before)  # the value fit ran
+    assert 0 <= logged["train/kl"] <= model._trust_region.target_kl
+    assert not th.equal(flat_params(model._policy_parameters), policy_before)
+    assert not th.equal(flat_params(model._value_parameters), value_before)  # the value fit ran
     # the policy parameters of the step exclude the value parameters, and cover all the others
-    assert {id(p) for p in model._value_fit.value_parameters()} == value_ids
-    assert not value_ids & {id(p) for p in model._value_fit.policy_parameters()}
-    assert {id(p) for p in model._value_fit.policy_parameters()} | value_ids == {id(p) for p in model.policy.parameters()}
+    assert {id(p) for p in model._value_parameters} == value_ids
+    assert not value_ids & {id(p) for p in model._policy_parameters}
+    assert {id(p) for p in model._policy_parameters} | value_ids == {id(p) for p in model.policy.parameters()}
 
 
 @pytest.mark.slow
@@ -434,8 +438,7 @@ def test_trust_region_pcl_learns_cartpole(loss):
 
 def test_best_fit_is_the_least_squares_solution_of_the_last_layer():
     model = filled_model("Pendulum-v1", value_fit="best_fit", value_fit_kwargs={"mix": 0.5, "reg_coef": 1e-3})
-    assert isinstance(model._value_fit, BestFitValueFit)
-    assert (model._value_fit.mix, model._value_fit.reg_coef) == (0.5, 1e-3)
+    assert model._value_fit_settings == BestFit(reg_coef=1e-3, mix=0.5)
     ent_coef = model.ent_coef
     batch = model.replay_buffer.sample(16)
     policy = model.policy
@@ -452,7 +455,7 @@ def test_best_fit_is_the_least_squares_solution_of_the_last_layer():
     expected = np.linalg.solve(x.T @ x + 1e-3 * np.eye(x.shape[1]), x.T @ y)
     hidden_before = flat_params(policy.mlp_extractor.value_net.parameters())
 
-    fit_loss = model._value_fit.fit(batch, ent_coef)
+    fit_loss = fit_value(model, batch, ent_coef)
     np.testing.assert_allclose(policy.value_net.weight.detach().numpy().reshape(-1), expected[:-1], rtol=2e-3, atol=2e-3)
     assert float(policy.value_net.bias.detach()) == pytest.approx(expected[-1], rel=2e-3, abs=2e-3)
     assert fit_loss == pytest.approx(np.mean((x @ expected - y) ** 2), rel=1e-3)
@@ -464,10 +467,13 @@ def test_best_fit_is_the_least_squares_solution_of_the_last_layer():
 
 def test_lbfgs_reduces_the_value_loss_and_leaves_the_policy():
     model = filled_model("Pendulum-v1", value_fit="lbfgs", value_fit_kwargs={"max_iter": 10})
-    assert model._value_fit.max_iter == 10
+    assert model._value_fit_settings == LBFGSFit(max_iter=10)
     batch = model.replay_buffer.sample(16)
-    obs, intended = model._value_fit.targets(batch, model.ent_coef)
     n_steps, n_paths = batch.mask.shape
+    obs = batch.observations.reshape(n_steps * n_paths, -1)
+    with th.no_grad():  # mix 1: the targets V + C, fixed before the fit
+        values, log_prob, final_values, _ = model._evaluate(model.policy, batch)
+        intended = value_targets(model._consistency(batch, values, log_prob, final_values, model.ent_coef))
 
     def regression_loss() -> float:
         with th.no_grad():
@@ -475,19 +481,19 @@ def test_lbfgs_reduces_the_value_loss_and_leaves_the_policy():
             return float((batch.mask * (prediction - intended) ** 2).sum() / batch.mask.sum())
 
     before = regression_loss()
-    policy_before = flat_params(model._value_fit.policy_parameters())
-    fit_loss = model._value_fit.fit(batch, model.ent_coef)
+    policy_before = flat_params(model._policy_parameters)
+    fit_loss = fit_value(model, batch, model.ent_coef)
     after = regression_loss()
     assert after < 0.5 * before
     assert fit_loss == pytest.approx(after, rel=1e-5)
-    assert th.equal(flat_params(model._value_fit.policy_parameters()), policy_before)
+    assert th.equal(flat_params(model._policy_parameters), policy_before)
 
 
 def test_best_fit_warns_when_the_batch_has_fewer_steps_than_parameters():
     model = filled_model("Pendulum-v1", value_fit="best_fit")
     batch = model.replay_buffer.sample(2)  # at most 2 x 16 valid steps for 64 + 1 parameters
     with pytest.warns(UserWarning, match="interpolates"):
-        model._value_fit.fit(batch, model.ent_coef)
+        fit_value(model, batch, model.ent_coef)
 
 
 @pytest.mark.filterwarnings("ignore:value_fit='best_fit' fits")
@@ -495,13 +501,13 @@ def test_best_fit_warns_when_the_batch_has_fewer_steps_than_parameters():
 def test_stateless_value_fits_train_with_the_gradient_policy_step(value_fit):
     model = PCL("MlpPolicy", "CartPole-v1", seed=0, value_fit=value_fit, **FAST)
     assert model.policy_step == "gradient"
-    value_ids = {id(p) for p in model._value_fit.value_parameters()}
-    assert model._value_fit.optimizer is None
+    value_ids = {id(p) for p in model._value_parameters}
+    assert model.value_optimizer is None
     policy_opt_ids = {id(p) for group in model.policy.optimizer.param_groups for p in group["params"]}
     assert not value_ids & policy_opt_ids  # the policy's Adam does not move the value
-    value_before = flat_params(model._value_fit.value_parameters())
+    value_before = flat_params(model._value_parameters)
     model.learn(300)
-    assert not th.equal(flat_params(model._value_fit.value_parameters()), value_before)
+    assert not th.equal(flat_params(model._value_parameters), value_before)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -529,25 +535,23 @@ def test_save_load_round_trip(tmp_path, value_fit, value_fit_kwargs):
     loaded = PCL.load(tmp_path / "tr.zip", env=gym.make("CartPole-v1"))
     np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], actions)
     assert (loaded.policy_step, loaded.value_fit) == ("trust_region", value_fit)
-    assert isinstance(loaded._policy_step, TrustRegionStep) and loaded._policy_step.loss == "surrogate"
-    for name, value in settings.items():
-        assert getattr(loaded._policy_step, name) == value, name
+    assert loaded._trust_region == TrustRegion(loss="surrogate", **settings)
     assert loaded.value_fit_kwargs == value_fit_kwargs
     for name, value in value_fit_kwargs.items():
-        assert getattr(loaded._value_fit, name) == value, name
+        assert getattr(loaded._value_fit_settings, name) == value, name
     if value_fit == "grad":
-        assert loaded._value_fit.optimizer is not None
-        assert loaded._value_fit.optimizer.param_groups[0]["lr"] == value_fit_kwargs["learning_rate"]
-        original = model._value_fit.optimizer.state_dict()["state"]
+        assert loaded.value_optimizer is not None
+        assert loaded.value_optimizer.param_groups[0]["lr"] == value_fit_kwargs["learning_rate"]
+        original = model.value_optimizer.state_dict()["state"]
         assert original
-        for key, state in loaded._value_fit.optimizer.state_dict()["state"].items():
+        for key, state in loaded.value_optimizer.state_dict()["state"].items():
             assert th.equal(state["exp_avg"], original[key]["exp_avg"])
     else:
-        assert loaded._value_fit.optimizer is None
-    before = flat_params(loaded._value_fit.policy_parameters())
+        assert loaded.value_optimizer is None
+    before = flat_params(loaded._policy_parameters)
     loaded.learn(200, reset_num_timesteps=False)
     assert loaded._n_updates > model._n_updates
-    assert not th.equal(flat_params(loaded._value_fit.policy_parameters()), before)
+    assert not th.equal(flat_params(loaded._policy_parameters), before)
 
 
 def _trust_region(**policy_step_kwargs) -> dict:

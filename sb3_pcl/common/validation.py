@@ -313,11 +313,22 @@ class ObservationSpaceChecks:
 
     def _get_policy_from_name(self, policy_name: str) -> Any:
         """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none."""
-        if policy_name.endswith("LstmPolicy") and policy_name not in self.policy_aliases:  # type: ignore[attr-defined]
-            raise ValueError(f"{policy_name} is a recurrent policy: {RECURRENT_HINT}")
-        if policy_name == "MultiInputPolicy" and policy_name not in self.policy_aliases:  # type: ignore[attr-defined]
-            raise ValueError(
-                f"{type(self).__name__} has no MultiInputPolicy (it does not support Dict observation spaces): use PCL, "
-                f"TrustPCL, Reinforce or UREX with MultiInputPolicy, or {FLATTEN_HINT}"
-            )
+        check_policy_name(type(self).__name__, policy_name, self.policy_aliases)  # type: ignore[attr-defined]
         return super()._get_policy_from_name(policy_name)  # type: ignore[misc]
+
+
+def check_policy_name(algorithm: str, policy_name: str, policy_aliases: dict[str, Any]) -> None:
+    """
+    :param algorithm: the algorithm's class name
+    :param policy_name: the policy name passed to it
+    :param policy_aliases: its policy names
+    :raises ValueError: for a recurrent policy or ``MultiInputPolicy`` name the class has not (SB3's own lookup then
+        reports any other unknown name)
+    """
+    if policy_name.endswith("LstmPolicy") and policy_name not in policy_aliases:
+        raise ValueError(f"{policy_name} is a recurrent policy: {RECURRENT_HINT}")
+    if policy_name == "MultiInputPolicy" and policy_name not in policy_aliases:
+        raise ValueError(
+            f"{algorithm} has no MultiInputPolicy (it does not support Dict observation spaces): use PCL, "
+            f"TrustPCL, Reinforce or UREX with MultiInputPolicy, or {FLATTEN_HINT}"
+        )

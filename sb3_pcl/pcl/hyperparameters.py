@@ -1,16 +1,14 @@
 """
-PCL's hyperparameters: their checks (:func:`check_hyperparameters`) and the update options they select
+PCL's hyperparameters: their checks (:func:`check_hyperparameters`) and the settings of the update options they select
 (:func:`build_update_options`).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sb3_pcl.common.validation import build_part, check, is_int, is_real
 from sb3_pcl.pcl.actor import SAMPLE_FROM
-
-if TYPE_CHECKING:  # the original code's update options: imported when chosen (build_update_options)
-    from sb3_pcl.pcl.policy_steps import PolicyStep
-    from sb3_pcl.pcl.value_fits import ValueFit
+from sb3_pcl.pcl.trust_region import TrustRegion
+from sb3_pcl.pcl.value_fits import VALUE_FITS, BestFit, GradFit, LBFGSFit
 
 
 def check_hyperparameters(model: Any) -> None:
@@ -60,24 +58,20 @@ def check_hyperparameters(model: Any) -> None:
     )
     policy_step = build_update_options(model)[1]
     if policy_step is not None:
-        policy_step.check_model(model)
+        policy_step.check_model(model.value_fit, model.ent_coef, model.relative_entropy_coef)
 
 
-def build_update_options(model: Any) -> "tuple[ValueFit | None, PolicyStep | None]":
+def build_update_options(model: Any) -> "tuple[GradFit | BestFit | LBFGSFit | None, TrustRegion | None]":
     """
     :param model: a :class:`~sb3_pcl.PCL` model, its hyperparameters set
-    :return: the separate value fit and the policy step its arguments select, their settings checked, or ``None`` for
-        the defaults that :meth:`sb3_pcl.PCL.train` takes itself (the joint value fit, the gradient step). The modules
-        of the original code's options (:mod:`sb3_pcl.pcl.value_fits`, :mod:`sb3_pcl.pcl.policy_steps`) are imported
-        only when one is chosen.
+    :return: the settings of the separate value fit and of the trust-region step its arguments select, checked, or
+        ``None`` for the defaults that :meth:`sb3_pcl.PCL.train` takes itself (the joint value fit, the gradient step)
     """
-    value_fit: ValueFit | None = None
-    policy_step: PolicyStep | None = None
+    value_fit: GradFit | BestFit | LBFGSFit | None = None
+    policy_step: TrustRegion | None = None
     if model.value_fit == "joint":
         check(not model.value_fit_kwargs, "value_fit_kwargs", model.value_fit_kwargs, "None or {} with value_fit='joint'")
     else:
-        from sb3_pcl.pcl.value_fits import VALUE_FITS
-
         names = ("joint", *VALUE_FITS)
         check(isinstance(model.value_fit, str) and model.value_fit in names, "value_fit", model.value_fit, f"one of {names}")
         value_fit = build_part("value_fit", VALUE_FITS, model.value_fit, model.value_fit_kwargs)
@@ -89,14 +83,12 @@ def build_update_options(model: Any) -> "tuple[ValueFit | None, PolicyStep | Non
             "None or {} with policy_step='gradient' (one step of the policy's optimiser has no settings)",
         )
     else:
-        from sb3_pcl.pcl.policy_steps import POLICY_STEPS
-
-        names = ("gradient", *POLICY_STEPS)
+        names = ("gradient", TrustRegion.name)
         check(
             isinstance(model.policy_step, str) and model.policy_step in names,
             "policy_step",
             model.policy_step,
             f"one of {names}",
         )
-        policy_step = build_part("policy_step", POLICY_STEPS, model.policy_step, model.policy_step_kwargs)
+        policy_step = build_part("policy_step", {TrustRegion.name: TrustRegion}, model.policy_step, model.policy_step_kwargs)
     return value_fit, policy_step

@@ -1,34 +1,54 @@
 """Path Consistency Learning (Nachum et al., 2017) as a Stable-Baselines3 algorithm."""
 
 import copy
+import io
+import pathlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import FloatSchedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
+from stable_baselines3.common.utils import FloatSchedule, polyak_update
 
-from sb3_pcl.common.actions import no_distribution_checks
-from sb3_pcl.common.consistency import Consistency, path_consistency, pcl_policy_loss, pcl_value_loss
-from sb3_pcl.common.dict_obs import cat_obs, merge_leading
-from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer, refuse_retired_settings
-from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
-from sb3_pcl.common.statistics import on_host
+from sb3_pcl.common.actions import no_distribution_checks, to_env_actions
+from sb3_pcl.common.consistency import (
+    Consistency,
+    path_consistency,
+    pcl_policy_loss,
+    pcl_value_loss,
+    value_targets,
+)
+from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
+from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
+from sb3_pcl.common.path_buffer import (
+    PathBatch,
+    PathReplayBuffer,
+    load_replay_file,
+    refuse_retired_settings,
+    save_replay_file,
+    without_retired_settings,
+)
+from sb3_pcl.common.schedules import parse_schedule
+from sb3_pcl.common.statistics import masked_mean, on_host, state_kl
 from sb3_pcl.common.validation import (
-    ObservationSpaceChecks,
     check,
+    check_budget,
+    check_env_outputs,
     check_finite_update,
+    check_observation_space,
     check_policy_class,
+    check_policy_name,
     check_policy_observation_space,
     check_saved_by,
     is_real,
 )
+from sb3_pcl.pcl import value_fits
 from sb3_pcl.pcl.actor import PCLActor
-from sb3_pcl.pcl.batch_passes import BatchPasses
-from sb3_pcl.pcl.collection import PathCollection
 from sb3_pcl.pcl.hyperparameters import build_update_options, check_hyperparameters
 from sb3_pcl.pcl.policies import (
     CnnPolicy,
@@ -40,17 +60,19 @@ from sb3_pcl.pcl.policies import (
     distribution_and_values,
     fused_adam,
 )
-from sb3_pcl.pcl.replay import ReplayAccess
+from sb3_pcl.pcl.trust_region import squared_consistency_objective, trust_region_step
 from sb3_pcl.pcl.update_statistics import update_statistics
-
-if TYPE_CHECKING:  # the original code's update options: imported when chosen (build_update_options)
-    from sb3_pcl.pcl.policy_steps import PolicyStep
-    from sb3_pcl.pcl.value_fits import ValueFit
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 
+#: what to check when the env returns a value the algorithm cannot use
+ENV_OUTPUT_HINT = "Check the environment (SB3's VecCheckNan wrapper raises at the step that produces the value)."
+#: the target network's pass over a batch: values (or ``None``), log-probabilities, final values (or ``None``) and the
+#: action distribution, as :meth:`PCL._evaluate` returns them
+TargetPass = tuple[th.Tensor | None, th.Tensor, th.Tensor | None, Any]
 
-class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAccess, PathCollection):
+
+class PCL(OffPolicyAlgorithm):
     """
     Path Consistency Learning (PCL).
 
@@ -63,9 +85,10 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
     :class:`~stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm` collects the steps; PCL adds an
     episode-aware replay (:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer`) whose time-major path segments feed
     the consistency loss (:mod:`sb3_pcl.common.consistency`), and a lagged target network. By default the value is
-    fitted jointly with the policy and both move in one step of the policy's optimiser; the original code's other
-    options, separate value fits (:mod:`sb3_pcl.pcl.value_fits`) and a trust-region step
-    (:mod:`sb3_pcl.pcl.policy_steps`), are chosen by one argument each. Recurrent policies: :class:`~sb3_pcl.RecurrentPCL`.
+    fitted jointly with the policy and both move in one step of the policy's optimiser (:meth:`train`); the original
+    code's other options, a separate value fit (:meth:`_fit_value`, :mod:`sb3_pcl.pcl.value_fits`) and a trust-region
+    step (:meth:`_trust_region_step`, :mod:`sb3_pcl.pcl.trust_region`), are chosen by one argument each. Recurrent
+    policies: :class:`~sb3_pcl.RecurrentPCL`.
 
     :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``UnifiedMlpPolicy`` (Unified PCL: Discrete or
         MultiDiscrete actions, one network whose action logits also give the value) or an ActorCriticPolicy subclass)
@@ -97,7 +120,7 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
     :param value_fit_kwargs: settings of the value fit (e.g. ``{"learning_rate": 1e-3, "gradient_steps": 5, "mix": 1.0}``
         for ``"grad"``)
     :param policy_step: ``"gradient"`` (one step of the policy's optimiser) or ``"trust_region"``
-        (:mod:`sb3_pcl.pcl.policy_steps`)
+        (:class:`~sb3_pcl.pcl.trust_region.TrustRegion`)
     :param policy_step_kwargs: settings of the policy step (e.g. ``{"target_kl": 0.01, "loss": "consistency"}`` for
         ``"trust_region"``)
     :param relative_entropy_coef: ``lambda``, the weight of ``log pi - log pi_target`` in the
@@ -142,16 +165,15 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         "MultiInputPolicy": MultiInputPolicy,
         "UnifiedMultiInputPolicy": UnifiedMultiInputPolicy,
     }
-    supports_dict_observations = True
+    #: whether the class takes ``Dict`` observation spaces (``MultiInputPolicy``)
+    supports_dict_observations: ClassVar[bool] = True
     policy: ActorCriticPolicy
     policy_target: ActorCriticPolicy
     replay_buffer: PathReplayBuffer  # type: ignore[assignment]
     #: the acting network (SB3's name): samples the actions of ``policy`` or ``policy_target`` (``sample_from``)
-    actor: PCLActor
-    #: the separate value fit (``None``: the value is fitted jointly, by the policy step, in :meth:`train`)
-    _value_fit: "ValueFit | None"
-    #: the policy step other than the default gradient step (``None``: the gradient step, taken in :meth:`train`)
-    _policy_step: "PolicyStep | None"
+    actor: PCLActor  # type: ignore[assignment]
+    #: the separate value fit's optimiser (``value_fit="grad"``; ``None`` otherwise), saved with the model
+    value_optimizer: th.optim.Optimizer | None
 
     def __init__(
         self,
@@ -248,15 +270,39 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         self.clip_actions = clip_actions
         self.use_policy_at_warmup = use_policy_at_warmup
         self.min_batch_transitions = min_batch_transitions
+        #: vectorised env steps collected since the last training iteration (the online batch's)
         self._steps_since_train = 0
         self._saved_by = type(self).__name__
         if _init_setup_model:
             self._setup_model()
 
     # ------------------------------------------------------------------ setup
+    @classmethod
+    def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
+        """SB3's wrapping, after a clear error for observation spaces the algorithm does not take."""
+        check_observation_space(cls.__name__, env.observation_space, cls.supports_dict_observations)
+        return super()._wrap_env(env, verbose, monitor_wrapper)
+
+    def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
+        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none."""
+        check_policy_name(type(self).__name__, policy_name, self.policy_aliases)
+        return super()._get_policy_from_name(policy_name)
+
     def _check_hyperparameters(self) -> None:
         """Raise a ``ValueError`` naming the first invalid hyperparameter (called at construction and at load)."""
         check_hyperparameters(self)
+
+    def _configure_replay_buffer(self) -> None:
+        """``replay_buffer_class`` defaults to ``PathReplayBuffer`` (another class must subclass it); the buffer takes
+        the model's ``max_segment_length`` unless ``replay_buffer_kwargs`` sets it."""
+        if self.replay_buffer_class is None:
+            self.replay_buffer_class = PathReplayBuffer  # type: ignore[assignment]
+        elif not issubclass(self.replay_buffer_class, PathReplayBuffer):  # type: ignore[arg-type]
+            raise ValueError(f"replay_buffer_class must be a PathReplayBuffer subclass, got {self.replay_buffer_class}")
+        self.replay_buffer_kwargs = {
+            "max_segment_length": self.max_segment_length,
+            **without_retired_settings(self.replay_buffer_kwargs),  # a model saved by an earlier version records them
+        }
 
     def _setup_model(self) -> None:
         check_saved_by(self)
@@ -280,82 +326,185 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         self.policy_target.set_training_mode(False)
         self.policy_target.requires_grad_(False)
         self.actor = PCLActor(self.policy, self.policy_target)
-        self._polyak_params: tuple[list[th.Tensor], list[th.Tensor]] = (
-            list(self.policy.parameters()),
-            list(self.policy_target.parameters()),
-        )
-        self._value_fit, self._policy_step = build_update_options(self)
-        if self._value_fit is not None:  # it takes the value parameters out of the policy's optimiser
-            self._value_fit.setup(self)
-        if self._policy_step is not None:
-            self._policy_step.setup(self)
-        self._setup_batch_caches()
+        self._value_fit_settings, self._trust_region = build_update_options(self)
+        self.value_optimizer = None
+        #: whether the policy step moves parameters the values depend on (a shared feature extractor with parameters):
+        #: then a separate value fit evaluates the values again after the step
+        self._policy_step_moves_values = False
+        fit = self._value_fit_settings
+        if fit is not None:  # the value parameters leave the policy's optimiser: the fit moves them
+            if isinstance(self.policy, UnifiedValue):
+                raise ValueError(
+                    f"value_fit={self.value_fit!r} is not supported with {type(self.policy).__name__} (its value has no "
+                    "separate parameters): use value_fit='joint'"
+                )
+            self._value_parameters, self._policy_parameters, self._policy_step_moves_values = value_fits.split_parameters(
+                self.policy
+            )
+            optimizer_class: Any = self.policy.optimizer_class
+            self.policy.optimizer = optimizer_class(
+                self._policy_parameters, lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
+            )
+            if isinstance(fit, value_fits.GradFit):
+                self.value_optimizer = optimizer_class(
+                    self._value_parameters, lr=fit.learning_rate, **self.policy.optimizer_kwargs
+                )
+            if isinstance(fit, value_fits.BestFit):
+                value_fits.check_last_layer(self.policy)
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        """SB3's, stopped at 0 when the last collection overshoots the step budget (a collection of ``n_envs *
+        train_freq`` steps can end past it), so that every schedule ends at its end value (rl-zoo3's ``lin_<x>`` would
+        give a negative learning rate)."""
+        self._current_progress_remaining = max(0.0, 1.0 - float(num_timesteps) / float(total_timesteps))
 
     @property
     def supports_separate_value(self) -> bool:
         """:return: whether the policy's value has parameters of its own (not so for Unified PCL's policies)"""
         return not isinstance(self.policy, UnifiedValue)
 
-    # ------------------------------------------------------------------ learning
-    def _prepare_actions(self, actions: th.Tensor) -> th.Tensor:
-        if isinstance(self.action_space, spaces.Discrete):
-            return actions[..., 0].long()
-        if isinstance(self.action_space, spaces.MultiDiscrete):
-            return actions.long()
-        return actions
+    # ------------------------------------------------------------------ collection
+    def _sample_action(self, learning_starts: int, action_noise: Any = None, n_envs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """:return: the env actions and the actions as sampled, which the replay stores (their log-probability is exact)"""
+        sampled = self._sample_policy_actions(learning_starts, n_envs)
+        return to_env_actions(self.policy, self.action_space, sampled, self.clip_actions), sampled
 
-    def _evaluate(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]:
+    def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
         """
-        :param policy: the online or the target policy
-        :param batch: the path segments
-        :return: values ``(T, B)``, log-probabilities ``(T, B)``, final values ``(B,)`` (zero when terminated) and the
-            action distribution of the ``T * B`` steps, flattened time-major like the batch
+        :param learning_starts: random uniform actions before this many steps (unless ``use_policy_at_warmup``)
+        :param n_envs: number of envs
+        :return: the actions of the acting policy (``sample_from``) as sampled, ``(n_envs, *action_shape)``
         """
-        n_steps, n_paths = batch.mask.shape
-        n_rows = n_steps * n_paths
-        obs = merge_leading(batch.observations, n_rows)
-        actions = self._prepare_actions(batch.actions.reshape(n_rows, -1))
-        # one pass over the T * B steps and the B final states
-        distribution, all_values = distribution_and_values(policy, cat_obs(obs, batch.final_observations), n_rows)
-        log_prob = distribution.log_prob(actions).reshape(n_steps, n_paths)
-        values = all_values[:n_rows].reshape(n_steps, n_paths)
-        final_values = all_values[n_rows:].reshape(n_paths) * (1.0 - batch.terminated)
-        return values, log_prob, final_values, distribution
+        if self.num_timesteps < learning_starts and not self.use_policy_at_warmup:
+            sampled = np.array([self.action_space.sample() for _ in range(n_envs)])
+            # stored as the policy would have sampled it: in [-1, 1] for a squashing policy
+            return self.policy.scale_action(sampled) if self.policy.squash_output else sampled
+        assert self._last_obs is not None
+        sampled = self.actor(self._last_obs, self.sample_from).cpu().numpy()
+        return sampled.reshape((n_envs, *(self.action_space.shape or ())))
 
-    def _consistency(
-        self, batch: PathBatch, values: th.Tensor, log_prob: th.Tensor, final_values: th.Tensor, ent_coef: float
-    ) -> Consistency:
+    def _on_step(self) -> None:
+        self._steps_since_train += 1
+
+    def _store_transition(
+        self,
+        replay_buffer: Any,
+        buffer_action: np.ndarray,
+        new_obs: np.ndarray | dict[str, np.ndarray],
+        reward: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """SB3's storage, after checking the step's outputs where they enter the algorithm (the policy acts on them next)."""
+        check_env_outputs(new_obs, None, "step", ENV_OUTPUT_HINT)  # the replay checks the rewards it stores
+        super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
+
+    def collect_rollouts(self, *args: Any, **kwargs: Any) -> RolloutReturn:
         """
-        :param batch: the path segments
-        :param values: online ``V(s_t)`` ``(T, B)``
-        :param log_prob: online ``log pi(a_t|s_t)`` ``(T, B)``
-        :param final_values: online ``V(s_L)`` ``(B,)``, zero for terminated segments
-        :param ent_coef: current entropy coefficient
-        :return: the consistency residuals; the target network (no gradient) provides ``log pi'``
-            when ``relative_entropy_coef > 0`` and, with ``use_target_values``, the far-end values
+        SB3's collection; then, with ``gradient_steps=0`` and ``use_online_batch``, a training iteration on the online
+        batch alone (SB3's ``learn`` calls ``train`` only for ``gradient_steps > 0``): on-policy updates on the newly
+        collected paths, as the original code without replay (``replay_buffer_freq=0``).
         """
-        target_log_prob = far_values = None
-        if self.relative_entropy_coef > 0 or self.use_target_values:
-            target_values, target_log_prob, target_final_values, _ = self._target_evaluation(batch)
-            if self.use_target_values:
-                far_values, final_values = target_values, target_final_values
-        return path_consistency(
-            batch.rewards,
-            log_prob,
-            values,
-            final_values,
-            batch.mask,
-            gamma=self.gamma,
-            rollout=self.rollout,
-            ent_coef=ent_coef,
-            target_log_probs=target_log_prob,
-            relative_entropy_coef=self.relative_entropy_coef,
-            start_windows=self.start_windows,
-            far_values=far_values,
+        rollout_return = super().collect_rollouts(*args, **kwargs)
+        if (
+            rollout_return.continue_training
+            and self.gradient_steps == 0
+            and self.use_online_batch
+            and self.num_timesteps > self.learning_starts
+        ):
+            self.train(gradient_steps=0, batch_size=self.batch_size)
+        return rollout_return
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        if (reset_num_timesteps or self._last_obs is None) and self.replay_buffer is not None:
+            # The envs are about to be reset: the running paths end here, cut.
+            self.replay_buffer.close_open_paths()
+            self._steps_since_train = 0
+        check_budget(total_timesteps)
+        total_timesteps, callback = super()._setup_learn(
+            total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
         )
+        check_env_outputs(self._last_obs, None, "reset", ENV_OUTPUT_HINT)  # the policy acts on them first
+        if self.learning_starts >= total_timesteps and self.verbose >= 1:  # SB3 stays quiet; say it in the logs
+            self.logger.warn(
+                f"learning_starts={self.learning_starts} is not below the step budget ({total_timesteps} steps): "
+                "this call of learn() only collects warm-up steps and never trains. Lower learning_starts or "
+                "train for more steps."
+            )
+        return total_timesteps, callback
 
-    def _before_training_iteration(self) -> None:
-        """Hook run once per training iteration, before the gradient steps (Trust-PCL adapts lambda here)."""
+    # ------------------------------------------------------------------ replay
+    def add_demonstrations(self, episodes: DemonstrationSource) -> int:
+        """
+        Seed the replay with demonstrations: paths never evicted, sampled with the top priority (checked first, see
+        :func:`~sb3_pcl.common.demonstrations.seed_replay`). Observations and rewards must be the env's raw ones. The
+        replay is not saved with the model: after ``load``, call this again
+        (:class:`~sb3_pcl.common.demonstrations.DemonstrationsCallback` does it at the start of ``learn``).
+
+        :param episodes: episode dicts (``observations`` ``(T + 1, *obs_shape)``, ``actions``, ``rewards``,
+            ``terminated``), e.g. from :func:`~sb3_pcl.common.demonstrations.record_episodes`, an episodes file, or a
+            local Minari dataset (a ``minari.MinariDataset``, a dataset id or a dataset folder; never downloaded: see
+            :mod:`sb3_pcl.common.minari_io`)
+        :return: the number of paths added
+        """
+        if self.replay_buffer is None:
+            raise ValueError("The model has no replay buffer yet: call add_demonstrations after _setup_model()")
+        scale_action = self.policy.scale_action if self.policy.squash_output else None  # stored as the policy samples
+        n_paths, n_transitions = seed_replay(
+            self.replay_buffer, episodes, self.observation_space, self.action_space, scale_action
+        )
+        if self.verbose >= 1:
+            print(f"Seeded the replay with {n_paths} demonstration paths ({n_transitions} transitions)")
+        return n_paths
+
+    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
+        """
+        Save the replay buffer to a file that cannot run code when loaded (unlike SB3's pickle): an ``.npz`` of arrays
+        with JSON metadata (:meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.save_npz`). A ``str`` or ``pathlib.Path``
+        without suffix gets ``.npz`` appended (SB3 appends ``.pkl``).
+
+        :param path: the file (a path, created with its folders if needed, or a binary file open for writing)
+        """
+        assert self.replay_buffer is not None, "The replay buffer is not defined"
+        save_replay_file(self.replay_buffer, path, self.verbose)
+
+    def load_replay_buffer(
+        self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True, allow_pickle: bool = False
+    ) -> None:
+        """
+        Load a replay buffer saved with :meth:`save_replay_buffer` (read with ``allow_pickle=False``; every array is
+        checked, and every size before anything is allocated: see
+        :meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.load_npz`). It samples exactly as the saved one. A replay
+        saved with a larger ``buffer_size`` than this model's is refused (create the model with that ``buffer_size``).
+
+        Pickled buffers (SB3's format, which this package also wrote before) are refused with a ``ValueError``, because
+        unpickling runs any code the file holds. ``allow_pickle=True`` loads one anyway, with a warning: only for files
+        you trust; call :meth:`save_replay_buffer` then to convert it.
+
+        :param path: the file (a ``str`` or ``pathlib.Path`` that does not exist is tried with ``.npz`` appended)
+        :param truncate_last_traj: unused (kept for SB3's signature)
+        :param allow_pickle: also accept a pickled ``PathReplayBuffer`` (runs the file's code: trusted files only)
+        """
+        buffer_class = self.replay_buffer_class if self.replay_buffer_class is not None else PathReplayBuffer
+        buffer = load_replay_file(
+            path,
+            buffer_class,  # type: ignore[arg-type]
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            allow_pickle=allow_pickle,
+            verbose=self.verbose,
+            max_buffer_size=self.buffer_size,
+        )
+        buffer.device = self.device
+        self.replay_buffer = buffer
 
     def _training_batches(self, gradient_steps: int, batch_size: int) -> Iterator[PathBatch]:
         """
@@ -384,15 +533,110 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
                 batch = self.replay_buffer.sample(n_segments, env=self._vec_normalize_env)
             yield batch
 
+    # ------------------------------------------------------------------ the update
+    def _prepare_actions(self, actions: th.Tensor) -> th.Tensor:
+        if isinstance(self.action_space, spaces.Discrete):
+            return actions[..., 0].long()
+        if isinstance(self.action_space, spaces.MultiDiscrete):
+            return actions.long()
+        return actions
+
+    def _evaluate(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]:
+        """
+        :param policy: the online or the target policy
+        :param batch: the path segments
+        :return: values ``(T, B)``, log-probabilities ``(T, B)``, final values ``(B,)`` (zero when terminated) and the
+            action distribution of the ``T * B`` steps, flattened time-major like the batch
+        """
+        n_steps, n_paths = batch.mask.shape
+        n_rows = n_steps * n_paths
+        obs = merge_leading(batch.observations, n_rows)
+        actions = self._prepare_actions(batch.actions.reshape(n_rows, -1))
+        # one pass over the T * B steps and the B final states
+        distribution, all_values = distribution_and_values(policy, cat_obs(obs, batch.final_observations), n_rows)
+        log_prob = distribution.log_prob(actions).reshape(n_steps, n_paths)
+        values = all_values[:n_rows].reshape(n_steps, n_paths)
+        final_values = all_values[n_rows:].reshape(n_paths) * (1.0 - batch.terminated)
+        return values, log_prob, final_values, distribution
+
+    def _log_prob(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, Any]:
+        """:return: log-probabilities ``(T, B)`` and the action distribution of the ``T * B`` steps, as :meth:`_evaluate`
+        computes them, without the values (a unified policy reads both from its logits: :meth:`_evaluate`)"""
+        if isinstance(policy, UnifiedValue):
+            return self._evaluate(policy, batch)[1::2]
+        n_steps, n_paths = batch.mask.shape
+        distribution = policy.get_distribution(merge_leading(batch.observations, n_steps * n_paths))
+        actions = self._prepare_actions(batch.actions.reshape(n_steps * n_paths, -1))
+        return distribution.log_prob(actions).reshape(n_steps, n_paths), distribution
+
+    def _target_pass(self, batch: PathBatch) -> TargetPass:
+        """
+        The target network's pass over a batch, without gradient: taken once per batch, read by the consistency (of the
+        update, of every trial of a trust-region step, of a value fit) and by the logged KL.
+
+        :return: as :meth:`_evaluate` (the distribution a copy the policy does not overwrite); the values are ``None``
+            unless ``use_target_values`` needs them
+        """
+        with th.no_grad():
+            if self.use_target_values:
+                values, log_prob, final_values, distribution = self._evaluate(self.policy_target, batch)
+                return values, log_prob, final_values, copy.copy(distribution)
+            log_prob, distribution = self._log_prob(self.policy_target, batch)
+            return None, log_prob, None, copy.copy(distribution)
+
+    def _consistency(
+        self,
+        batch: PathBatch,
+        values: th.Tensor,
+        log_prob: th.Tensor,
+        final_values: th.Tensor,
+        ent_coef: float,
+        target: TargetPass | None = None,
+    ) -> Consistency:
+        """
+        :param batch: the path segments
+        :param values: online ``V(s_t)`` ``(T, B)``
+        :param log_prob: online ``log pi(a_t|s_t)`` ``(T, B)``
+        :param final_values: online ``V(s_L)`` ``(B,)``, zero for terminated segments
+        :param ent_coef: current entropy coefficient
+        :param target: the target's pass over the batch (:meth:`_target_pass`), taken here if ``None`` and needed: its
+            ``log pi'`` (when ``relative_entropy_coef > 0``) and, with ``use_target_values``, the far-end values
+        :return: the consistency residuals
+        """
+        far_values = target_log_prob = None
+        if target is None and (self.relative_entropy_coef > 0 or self.use_target_values):
+            target = self._target_pass(batch)
+        if target is not None:
+            target_log_prob = target[1]
+            if self.use_target_values:
+                far_values, final_values = target[0], target[2]  # type: ignore[assignment]
+        return path_consistency(
+            batch.rewards,
+            log_prob,
+            values,
+            final_values,
+            batch.mask,
+            gamma=self.gamma,
+            rollout=self.rollout,
+            ent_coef=ent_coef,
+            target_log_probs=target_log_prob,
+            relative_entropy_coef=self.relative_entropy_coef,
+            start_windows=self.start_windows,
+            far_values=far_values,
+        )
+
+    def _before_training_iteration(self) -> None:
+        """Hook run once per training iteration, before the gradient steps (Trust-PCL adapts lambda here)."""
+
     def train(self, gradient_steps: int, batch_size: int = 32) -> None:
         """
         One training iteration, as SAC's ``train``: the target network's polyak update, then one update per batch
-        (:meth:`_training_batches`): evaluate the segments, their path consistency, the losses, the policy step, and a
-        separate value fit if one is chosen; then the logs.
+        (:meth:`_training_batches`): evaluate the segments (and the target network on them), their path consistency,
+        the losses, the policy step, and a separate value fit if one is chosen; then the logs.
 
         The default policy step is one step of the policy's optimiser on ``policy_loss + vf_coef * value_loss`` (the
-        value fitted jointly), the gradient norm clipped to ``max_grad_norm``. The original code's options, chosen by
-        ``policy_step`` and ``value_fit``, live in :mod:`sb3_pcl.pcl.policy_steps` and :mod:`sb3_pcl.pcl.value_fits`.
+        value fitted jointly), the gradient norm clipped to ``max_grad_norm``; ``policy_step="trust_region"`` takes
+        :meth:`_trust_region_step` instead, and ``value_fit`` other than ``"joint"`` adds :meth:`_fit_value`.
 
         :param gradient_steps: number of replay batches
         :param batch_size: segments per replay batch
@@ -403,62 +647,160 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
         self._update_learning_rate([self.policy.optimizer])
         ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
         check(is_real(ent_coef) and ent_coef >= 0, "ent_coef", ent_coef, "a finite value >= 0 at every point of its schedule")
-        # the target network: SB3's polyak_update with tau = 1 - target_network_lag (the same arithmetic, two foreach ops)
-        params, target_params = self._polyak_params
-        tau = 1.0 - self.target_network_lag
-        with th.no_grad():
-            th._foreach_mul_(target_params, 1 - tau)
-            th._foreach_add_(target_params, params, alpha=tau)
+        polyak_update(self.policy.parameters(), self.policy_target.parameters(), self.tau)
         self._before_training_iteration()
         if isinstance(self.policy, UnifiedValue):  # V(s) = (ent_coef + lambda) * sum_k logsumexp(logits_k)
             self.policy.temperature = self.policy_target.temperature = ent_coef + self.relative_entropy_coef  # type: ignore[assignment]
+        # the target network's pass: for log pi' (lambda > 0) and the far-end values (use_target_values)
+        uses_target = self.relative_entropy_coef > 0 or self.use_target_values
 
         stats: dict[str, list[float | th.Tensor]] = {}
         batch: PathBatch | None = None
+        target: TargetPass | None = None
+        distribution: Any = None
         n_updates = 0
-        self._clear_batch_caches(keep=True)
-        try:
-            with no_distribution_checks():  # each check waits for a GPU; the finite checks of the updates stand instead
-                for batch in self._training_batches(gradient_steps, batch_size):
-                    values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
-                    # the policy reuses its distribution object (a trust-region step re-evaluates it): keep this one
-                    distribution = copy.copy(distribution)
-                    consistency = self._consistency(batch, values, log_prob, final_values, ent_coef)
-                    policy_loss = pcl_policy_loss(consistency, self.clip_adv)
-                    value_loss = pcl_value_loss(consistency, self.clip_adv)
-                    step_stats: dict[str, float | th.Tensor]
-                    if self._policy_step is None:  # one step of the policy's optimiser, the gradient norm clipped
-                        loss = policy_loss + self.vf_coef * value_loss if self._value_fit is None else policy_loss
-                        self.policy.optimizer.zero_grad()
-                        loss.backward()
-                        max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
-                        grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
-                        check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
-                        self.policy.optimizer.step()
-                        step_stats = {"grad_norm": grad_norm.detach()}
-                    else:  # the original code's natural-gradient trust-region step (a separate value fit follows)
-                        step_stats = self._policy_step.step(batch, policy_loss, consistency, ent_coef)
-                    update = update_statistics(batch, values, consistency, distribution, policy_loss, value_loss, step_stats)
-                    if self._value_fit is not None:  # the original code's separate value fit, after the policy step
-                        if self._values_survive_policy_step:  # the step left them: the fit reads them (batch_passes)
-                            self._values_cache = (batch, values.detach(), final_values.detach())
-                        update["value_fit_loss"] = self._value_fit.fit(batch, ent_coef)
-                        self._values_cache = None
-                    for key, value in update.items():
-                        stats.setdefault(key, []).append(value)
-                    n_updates += 1
-            self._n_updates += n_updates
-            if batch is not None and self._uses_target_policy():  # from the last update's passes, while they are kept
-                stats["kl_to_target"] = [self._kl_to_target(batch, distribution)]
-            for key, values_of_key in on_host(stats).items():
-                self.logger.record(f"train/{key}", float(np.mean(values_of_key)))
-            self.logger.record("train/ent_coef", ent_coef)
-            self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-            self.logger.record("train/buffer_size", self.replay_buffer.size())
-            self.logger.record("train/buffer_paths", self.replay_buffer.n_paths)
-            self.logger.record("train/seeded_paths", self.replay_buffer.n_seeded_paths)
-        finally:
-            self._clear_batch_caches()
+        with no_distribution_checks():  # each check waits for a GPU; the finite checks of the updates stand instead
+            for batch in self._training_batches(gradient_steps, batch_size):
+                values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
+                # the policy reuses its distribution object (a trust-region step re-evaluates it): keep this one
+                distribution = copy.copy(distribution)
+                target = self._target_pass(batch) if uses_target else None
+                consistency = self._consistency(batch, values, log_prob, final_values, ent_coef, target)
+                policy_loss = pcl_policy_loss(consistency, self.clip_adv)
+                value_loss = pcl_value_loss(consistency, self.clip_adv)
+                step_stats: dict[str, float | th.Tensor]
+                if self._trust_region is None:  # one step of the policy's optimiser, the gradient norm clipped
+                    loss = policy_loss + self.vf_coef * value_loss if self._value_fit_settings is None else policy_loss
+                    self.policy.optimizer.zero_grad()
+                    loss.backward()
+                    max_norm = self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+                    grad_norm = th.nn.utils.clip_grad_norm_(self.policy.parameters(), max_norm)
+                    check_finite_update(type(self).__name__, "policy step", loss, grad_norm)
+                    self.policy.optimizer.step()
+                    step_stats = {"grad_norm": grad_norm.detach()}
+                else:  # the original code's natural-gradient trust-region step (a separate value fit follows)
+                    step_stats = self._trust_region_step(batch, consistency, ent_coef, target)
+                update = update_statistics(batch, values, consistency, distribution, policy_loss, value_loss, step_stats)
+                if self._value_fit_settings is not None:  # the original code's separate value fit, after the step
+                    update["value_fit_loss"] = self._fit_value(batch, values, final_values, ent_coef, target)
+                for key, value in update.items():
+                    stats.setdefault(key, []).append(value)
+                n_updates += 1
+        self._n_updates += n_updates
+        if batch is not None and self._uses_target_policy():
+            stats["kl_to_target"] = [self._kl_to_target(batch, distribution, target)]
+        for key, values_of_key in on_host(stats).items():
+            self.logger.record(f"train/{key}", float(np.mean(values_of_key)))
+        self.logger.record("train/ent_coef", ent_coef)
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/buffer_size", self.replay_buffer.size())
+        self.logger.record("train/buffer_paths", self.replay_buffer.n_paths)
+        self.logger.record("train/seeded_paths", self.replay_buffer.n_seeded_paths)
+
+    def _trust_region_step(
+        self, batch: PathBatch, consistency: Consistency, ent_coef: float, target: TargetPass | None
+    ) -> dict[str, float | th.Tensor]:
+        """
+        The original code's ``trust_region_p``: one natural-gradient step of the policy parameters (the value's are
+        left to the separate fit), its size set by the quadratic estimate of ``KL(pi_old || pi)`` over the batch's
+        valid states, then a backtracking line search (:func:`~sb3_pcl.pcl.trust_region.trust_region_step`). The loss
+        is re-evaluated at every trial point: the squared consistency, or the surrogate with ``C`` held at its old
+        value (``policy_step_kwargs["loss"]``).
+
+        :return: the step's statistics
+        """
+        settings = self._trust_region
+        assert settings is not None
+        valid_obs = self._valid_observations(batch)
+        with th.no_grad():  # pi_old, a constant; copied because the policy reuses its distribution object
+            old_distribution = copy.copy(self.policy.get_distribution(valid_obs))
+        old_residual = consistency.residual.detach()
+
+        def loss_fn() -> th.Tensor:
+            values, log_prob, final_values, _ = self._evaluate(self.policy, batch)
+            current = self._consistency(batch, values, log_prob, final_values, ent_coef, target)
+            if settings.loss == "consistency":
+                return squared_consistency_objective(current, self.clip_adv)
+            return pcl_policy_loss(current._replace(residual=old_residual), self.clip_adv)
+
+        def kl_fn() -> th.Tensor:
+            return state_kl(old_distribution, self.policy.get_distribution(valid_obs)).mean()
+
+        result = trust_region_step(
+            loss_fn,
+            kl_fn,
+            self._policy_parameters,
+            max_kl=settings.target_kl,
+            cg_max_steps=settings.cg_max_steps,
+            cg_damping=settings.cg_damping,
+            line_search_max_iter=settings.line_search_max_iter,
+            line_search_shrinking_factor=settings.line_search_shrinking_factor,
+        )
+        # trust_region_step leaves the parameters unchanged on a non-finite loss or gradient: say so
+        check_finite_update(type(self).__name__, "trust-region step", th.tensor(result.loss_before), result.grad_norm)
+        if not result.accepted and self.verbose >= 2:
+            print(f"{type(self).__name__} trust region: no step accepted after {result.n_trials} trials, policy unchanged")
+        return {
+            "grad_norm": result.grad_norm,
+            "kl": result.kl,
+            "line_search_success": float(result.accepted),
+            "step_size": result.step_size,
+            "step_norm": result.step_norm,
+            "line_search_trials": float(result.n_trials),
+            "trust_region_improvement": result.loss_before - result.loss_after,
+        }
+
+    def _fit_value(
+        self, batch: PathBatch, values: th.Tensor, final_values: th.Tensor, ent_coef: float, target: TargetPass | None
+    ) -> float | th.Tensor:
+        """
+        The original code's separate value fit, after the policy step: regress ``V`` toward
+        ``mix * (V(s_t) + C(t)) + (1 - mix) * V_old(s_t)``, the consistency taken at the stepped policy
+        (:mod:`sb3_pcl.pcl.value_fits`).
+
+        :param values: ``V(s_t)`` and ``V(s_L)`` of the update's pass: still the values after the step unless the step
+            moved parameters they depend on (then they are evaluated again)
+        :return: the fit's regression loss
+        """
+        fit = self._value_fit_settings
+        assert fit is not None
+        with th.no_grad():
+            if self._policy_step_moves_values:
+                values, log_prob, final_values, _ = self._evaluate(self.policy, batch)
+            else:
+                log_prob = self._log_prob(self.policy, batch)[0]
+            consistency = self._consistency(batch, values.detach(), log_prob, final_values.detach(), ent_coef, target)
+            intended = fit.mix * value_targets(consistency) + (1.0 - fit.mix) * values.detach()
+        obs = merge_leading(batch.observations, batch.mask.numel())
+        name = type(self).__name__
+        if isinstance(fit, value_fits.GradFit):
+            assert self.value_optimizer is not None
+            return value_fits.fit_by_gradient(
+                self.policy, self.value_optimizer, self._value_parameters, obs, intended, batch.mask, fit.gradient_steps, name
+            )
+        if isinstance(fit, value_fits.BestFit):
+            return value_fits.fit_last_layer(self.policy, obs, intended, batch.mask, fit.reg_coef, name, self.verbose)
+        return value_fits.fit_by_lbfgs(self.policy, self._value_parameters, obs, intended, batch.mask, fit.max_iter, name)
+
+    @staticmethod
+    def _valid_observations(batch: PathBatch) -> Any:
+        """:return: the observations of the batch's valid (unpadded) steps, flattened to ``(n_valid, *obs_shape)``"""
+        valid = batch.mask.reshape(-1).bool()
+        return map_obs(lambda obs: obs.reshape(-1, *obs.shape[2:])[valid], batch.observations)
+
+    def _kl_to_target(self, batch: PathBatch, distribution: Any = None, target: TargetPass | None = None) -> th.Tensor:
+        """
+        :param batch: the iteration's last batch
+        :param distribution: the online action distribution of its ``T * B`` steps that its update read
+        :param target: the target's pass over it, if taken
+        :return: the mean ``KL(pi_target || pi)`` over the valid states of the batch (0-d): from the update's two passes
+            when both are at hand, else from two passes of the policies over the valid states
+        """
+        with th.no_grad():
+            if target is not None and distribution is not None:
+                return masked_mean(state_kl(target[3], distribution), batch.mask.reshape(-1))
+            obs = self._valid_observations(batch)
+            return state_kl(self.policy_target.get_distribution(obs), self.policy.get_distribution(obs)).mean()
 
     def _uses_target_policy(self) -> bool:
         """:return: whether acting or learning depends on the target network (then ``train/kl_to_target`` is logged)"""
@@ -477,10 +819,18 @@ class PCL(ObservationSpaceChecks, ProgressWithinBudget, BatchPasses, ReplayAcces
 
     # ------------------------------------------------------------------ saving
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "actor", "policy_target", "_polyak_params", "_value_fit", "_policy_step"]
+        excluded = ["actor", "policy_target", "value_optimizer", "_value_fit_settings", "_trust_region"]
+        return [*super()._excluded_save_params(), *excluded, "_value_parameters", "_policy_parameters"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts = ["policy", "policy.optimizer", "policy_target"]
-        if self._value_fit is not None and self._value_fit.optimizer is not None:  # state between batches ("grad")
-            state_dicts.append("_value_fit.optimizer")
+        if self.value_optimizer is not None:  # state between batches (value_fit="grad")
+            state_dicts.append("value_optimizer")
         return state_dicts, []
+
+    def set_parameters(self, load_path_or_dict: Any, exact_match: bool = True, device: th.device | str = "auto") -> None:
+        """SB3's, reading the value optimiser's state that models saved before 0.3 stored as ``_value_fit.optimizer``."""
+        if isinstance(load_path_or_dict, dict) and "_value_fit.optimizer" in load_path_or_dict:
+            renamed = {"_value_fit.optimizer": "value_optimizer"}
+            load_path_or_dict = {renamed.get(key, key): value for key, value in load_path_or_dict.items()}
+        super().set_parameters(load_path_or_dict, exact_match, device)

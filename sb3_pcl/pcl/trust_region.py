@@ -1,6 +1,7 @@
 """
-The *trust-region policy step* that PCL can use instead of Adam (``PCL(policy_step="trust_region")``,
-:class:`~sb3_pcl.pcl.policy_steps.TrustRegionStep`, the original code's ``trust_region_p``). With ``g`` the gradient of
+The *trust-region policy step* that PCL can use instead of Adam (``PCL(policy_step="trust_region")``, taken by
+:meth:`sb3_pcl.PCL._trust_region_step` with the settings :class:`TrustRegion`, the original code's ``trust_region_p``).
+With ``g`` the gradient of
 the policy objective ``L`` over the policy parameters ``theta`` and ``F`` the Hessian of the mean
 ``KL(pi_old || pi_theta)`` over the batch's states at ``theta_old`` (the Fisher matrix), plus ``damping * I``:
 
@@ -18,14 +19,77 @@ the whole step                        the three above                           
 ====================================  ==================================================  ===================================
 """
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import torch as th
 from sb3_contrib.common.utils import conjugate_gradient_solver, flat_grad
 
 from sb3_pcl.common.consistency import Consistency
+from sb3_pcl.common.validation import check, is_int, is_real
+
+TRUST_REGION_LOSSES = ("consistency", "surrogate")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrustRegion:
+    """
+    The settings of ``policy_step="trust_region"`` (``policy_step_kwargs``): one natural-gradient step of the policy
+    parameters per batch. The loss is re-evaluated on the batch at every trial point; the divergence is the mean
+    ``KL(pi_old || pi)`` over the batch's valid steps. ``learning_rate`` and ``max_grad_norm`` do not apply. It needs
+    a separate value fit (the step moves only the policy parameters).
+
+    :param loss: ``"consistency"``, PCL's objective ``mean_b sum_t C(t)^2 / 2`` (Huber with ``clip_adv``; needs
+        ``ent_coef + relative_entropy_coef > 0``, else it does not depend on the policy), or ``"surrogate"``,
+        ``-mean_b sum_t C_old(t) sum_i gamma^i log pi`` with ``C`` fixed at the old parameters. Both have the same
+        gradient at the old parameters
+    :param target_kl: the largest mean ``KL(pi_old || pi_new)`` of a step
+    :param cg_max_steps: conjugate-gradient iterations
+    :param cg_damping: damping added to the Fisher matrix, ``(F + cg_damping I) x = g``
+    :param line_search_max_iter: trials of the backtracking line search
+    :param line_search_shrinking_factor: factor in ``(0, 1)`` shrinking the step between trials
+    """
+
+    name: ClassVar[str] = "trust_region"
+    loss: str = "consistency"
+    target_kl: float = 0.01
+    cg_max_steps: int = 10
+    cg_damping: float = 0.1
+    line_search_max_iter: int = 10
+    line_search_shrinking_factor: float = 0.5
+
+    def __post_init__(self) -> None:
+        key = "policy_step_kwargs[{!r}]".format
+        check(self.loss in TRUST_REGION_LOSSES, key("loss"), self.loss, f"one of {TRUST_REGION_LOSSES}")
+        check(is_real(self.target_kl) and self.target_kl > 0, key("target_kl"), self.target_kl, "a finite float > 0")
+        steps_ok = is_int(self.cg_max_steps) and self.cg_max_steps >= 1
+        check(steps_ok, key("cg_max_steps"), self.cg_max_steps, "an integer >= 1")
+        check(is_real(self.cg_damping) and self.cg_damping >= 0, key("cg_damping"), self.cg_damping, "a finite float >= 0")
+        trials_ok = is_int(self.line_search_max_iter) and self.line_search_max_iter >= 1
+        check(trials_ok, key("line_search_max_iter"), self.line_search_max_iter, "an integer >= 1")
+        factor = self.line_search_shrinking_factor
+        check(is_real(factor) and 0.0 < factor < 1.0, key("line_search_shrinking_factor"), factor, "in (0, 1)")
+
+    def check_model(self, value_fit: str, ent_coef: Any, relative_entropy_coef: float) -> None:
+        """
+        :param value_fit: the model's ``value_fit``
+        :param ent_coef: its ``ent_coef`` (a schedule counts as positive)
+        :param relative_entropy_coef: its ``relative_entropy_coef``
+        :raises ValueError: when the model's other hyperparameters do not suit the step
+        """
+        if value_fit == "joint":
+            raise ValueError(
+                "value_fit must be one of 'grad', 'best_fit', 'lbfgs' with policy_step='trust_region' "
+                "(the natural-gradient step moves only the policy parameters), got 'joint'"
+            )
+        no_entropy = not callable(ent_coef) and ent_coef == 0 and relative_entropy_coef == 0
+        if self.loss == "consistency" and no_entropy:
+            raise ValueError(
+                "policy_step_kwargs['loss']='consistency' needs ent_coef + relative_entropy_coef > 0 (with both 0 the "
+                "squared consistency does not depend on the policy); use policy_step_kwargs={'loss': 'surrogate'}"
+            )
 
 
 def squared_consistency_objective(consistency: Consistency, clip_adv: float | None = None) -> th.Tensor:

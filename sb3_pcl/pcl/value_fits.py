@@ -2,53 +2,157 @@
 How PCL fits its value function separately, after each policy step (the original code's ``value_opt``).
 
 The default, ``value_fit="joint"``, fits the value with the policy: the value surrogate is added to the policy loss with
-weight ``vf_coef`` and both move in one optimiser step (the PCL paper), in :meth:`sb3_pcl.PCL.train` itself. The other
-fits are in :data:`VALUE_FITS`, with their settings in ``value_fit_kwargs``:
+weight ``vf_coef`` and both move in one optimiser step (the PCL paper), in :meth:`sb3_pcl.PCL.train` itself. The
+other fits regress the value, after the policy step, toward ``y_t = mix * (V(s_t) + C(t)) + (1 - mix) * V_old(s_t)``
+on the batch's valid steps (``V(s_t) + C(t)`` is :func:`~sb3_pcl.common.consistency.value_targets`;
+:meth:`sb3_pcl.PCL._fit_value` computes ``y`` and calls one of the functions below). Their settings,
+``value_fit_kwargs``, are checked by the classes of :data:`VALUE_FITS`:
 
-- ``"grad"``, ``"best_fit"``, ``"lbfgs"``: after the policy step, the value regresses toward
-  ``y_t = mix * (V(s_t) + C(t)) + (1 - mix) * V_old(s_t)`` on the batch's valid steps (the original code's
-  ``value_opt``; ``V(s_t) + C(t)`` is :func:`~sb3_pcl.common.consistency.value_targets`):
-  :class:`GradValueFit` takes a few optimiser steps, :class:`BestFitValueFit` solves ridge least squares for the
-  last linear layer, :class:`LBFGSValueFit` runs L-BFGS.
+====================  ==============================================================  =============================
+``value_fit``         what it does on each batch                                      function
+====================  ==============================================================  =============================
+``"grad"``            ``gradient_steps`` optimiser steps on the value parameters       :func:`fit_by_gradient`
+``"best_fit"``        ridge least squares for the value's last linear layer            :func:`fit_last_layer`
+``"lbfgs"``           L-BFGS (strong-Wolfe line search) on the value parameters        :func:`fit_by_lbfgs`
+====================  ==============================================================  =============================
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar
 
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.type_aliases import Schedule
 
-from sb3_pcl.common.consistency import Consistency, value_targets
-from sb3_pcl.common.dict_obs import merge_leading
-from sb3_pcl.common.path_buffer import PathBatch
 from sb3_pcl.common.validation import check, check_finite_update, gradient_norm, is_int, is_real
 
 
-class PCLModel(Protocol):
-    """What the value fits and the policy steps read of the :class:`~sb3_pcl.PCL` model they are attached to."""
+def _check_mix(mix: float) -> None:
+    check(is_real(mix) and 0.0 < mix <= 1.0, "value_fit_kwargs['mix']", mix, "in (0, 1]")
 
-    @property
-    def policy(self) -> ActorCriticPolicy: ...
 
-    @property
-    def verbose(self) -> int: ...
+@dataclasses.dataclass(frozen=True)
+class GradFit:
+    """
+    ``value_fit="grad"``: ``gradient_steps`` steps of the policy's optimiser class on the value parameters per batch.
 
-    @property
-    def supports_separate_value(self) -> bool: ...
+    :param learning_rate: the value optimiser's learning rate
+    :param gradient_steps: optimiser steps per batch
+    :param mix: weight of the consistency target, in ``(0, 1]``
+    """
 
-    @property
-    def lr_schedule(self) -> Schedule: ...
+    name: ClassVar[str] = "grad"
+    learning_rate: float = 1e-3
+    gradient_steps: int = 5
+    mix: float = 1.0
 
-    def _evaluate(self, policy: ActorCriticPolicy, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]: ...
+    def __post_init__(self) -> None:
+        _check_mix(self.mix)
+        rate_ok = is_real(self.learning_rate) and self.learning_rate > 0
+        check(rate_ok, "value_fit_kwargs['learning_rate']", self.learning_rate, "> 0")
+        steps_ok = is_int(self.gradient_steps) and self.gradient_steps >= 1
+        check(steps_ok, "value_fit_kwargs['gradient_steps']", self.gradient_steps, ">= 1")
 
-    def _evaluate_after_policy_step(self, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]: ...
 
-    def _consistency(
-        self, batch: PathBatch, values: th.Tensor, log_prob: th.Tensor, final_values: th.Tensor, ent_coef: float
-    ) -> Consistency: ...
+@dataclasses.dataclass(frozen=True)
+class BestFit:
+    """
+    ``value_fit="best_fit"``: ridge least squares for the weight and bias of the value's last linear layer.
+
+    :param reg_coef: the ridge coefficient ``rho > 0``
+    :param mix: weight of the consistency target, in ``(0, 1]``
+    """
+
+    name: ClassVar[str] = "best_fit"
+    reg_coef: float = 1e-5
+    mix: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_mix(self.mix)
+        reg_ok = is_real(self.reg_coef) and self.reg_coef > 0
+        check(reg_ok, "value_fit_kwargs['reg_coef']", self.reg_coef, "a finite float > 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class LBFGSFit:
+    """
+    ``value_fit="lbfgs"``: ``torch.optim.LBFGS`` (strong-Wolfe line search) on the value parameters, a fresh optimiser
+    per batch (its curvature memory belongs to one regression problem).
+
+    :param max_iter: L-BFGS iterations per batch
+    :param mix: weight of the consistency target, in ``(0, 1]``
+    """
+
+    name: ClassVar[str] = "lbfgs"
+    max_iter: int = 5
+    mix: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_mix(self.mix)
+        check(is_int(self.max_iter) and self.max_iter >= 1, "value_fit_kwargs['max_iter']", self.max_iter, ">= 1")
+
+
+#: the settings of the separate value fits by their ``value_fit`` name
+VALUE_FITS: dict[str, type[GradFit | BestFit | LBFGSFit]] = {fit.name: fit for fit in (GradFit, BestFit, LBFGSFit)}
+
+
+def value_parameters(policy: ActorCriticPolicy) -> list[th.nn.Parameter]:
+    """:return: the parameters only the value uses (the value MLP and head; a shared feature extractor excluded)"""
+    modules: list[th.nn.Module] = [policy.value_net]
+    if hasattr(policy.mlp_extractor, "value_net"):
+        modules.append(policy.mlp_extractor.value_net)
+    if not policy.share_features_extractor:
+        modules.append(policy.vf_features_extractor)
+    return [p for module in modules for p in module.parameters()]
+
+
+def split_parameters(policy: ActorCriticPolicy) -> tuple[list[th.nn.Parameter], list[th.nn.Parameter], bool]:
+    """
+    :return: the value's own parameters (:func:`value_parameters`, which a separate fit moves), all the others (which
+        the policy step moves), and whether the values depend on some of the others (a shared feature extractor with
+        parameters: then the values change with the policy step)
+    """
+    value = value_parameters(policy)
+    value_ids = {id(p) for p in value}
+    others = [p for p in policy.parameters() if id(p) not in value_ids]
+    value_modules = [policy.value_net, policy.vf_features_extractor, policy.mlp_extractor]
+    actor_only = {id(p) for p in getattr(policy.mlp_extractor, "policy_net", th.nn.Module()).parameters()}
+    value_path = {id(p) for module in value_modules for p in module.parameters()} - actor_only
+    return value, others, bool(value_path & {id(p) for p in others})
+
+
+def regression_loss(policy: ActorCriticPolicy, obs: th.Tensor, intended: th.Tensor, mask: th.Tensor) -> th.Tensor:
+    """:return: the mean squared error of ``V(obs)`` to ``intended`` ``(T, B)`` over the valid steps of ``mask``"""
+    prediction = policy.predict_values(obs).reshape(mask.shape)
+    return (mask * (prediction - intended) ** 2).sum() / mask.sum()
+
+
+def fit_by_gradient(
+    policy: ActorCriticPolicy,
+    optimizer: th.optim.Optimizer,
+    parameters: list[th.nn.Parameter],
+    obs: th.Tensor,
+    intended: th.Tensor,
+    mask: th.Tensor,
+    gradient_steps: int,
+    algorithm: str = "PCL",
+) -> th.Tensor:
+    """
+    ``gradient_steps`` steps of ``optimizer`` (over ``parameters``, the value's) on :func:`regression_loss`.
+
+    :return: the loss of the last step, a 0-d tensor
+    :raises FloatingPointError: on a non-finite loss or gradient, before the step
+    """
+    loss = th.zeros((), device=intended.device)
+    for _ in range(gradient_steps):
+        loss = regression_loss(policy, obs, intended, mask)
+        optimizer.zero_grad()
+        loss.backward()
+        check_finite_update(algorithm, "value fit", loss, gradient_norm(parameters))
+        optimizer.step()
+    return loss.detach()
 
 
 def ridge_regression(
@@ -87,249 +191,88 @@ def ridge_regression(
     return None
 
 
-class ValueFit:
-    """
-    Base class of the value fits; a subclass declares its settings as keyword arguments of ``__init__``.
-
-    The fit is built from ``value_fit_kwargs`` (which checks them) and attached to a model with :meth:`setup`.
-    """
-
-    #: the name ``PCL(value_fit=...)`` selects it by
-    name: ClassVar[str] = ""
-    model: PCLModel
-
-    def setup(self, model: PCLModel) -> None:
-        """
-        Attach to a model whose policy exists; check that the policy suits the fit.
-
-        :param model: the PCL model
-        """
-        self.model = model
-
-    def value_parameters(self) -> list[th.nn.Parameter]:
-        """:return: the parameters only the value uses (the value MLP and head; shared layers excluded)"""
-        policy = self.model.policy
-        modules: list[th.nn.Module] = [policy.value_net]
-        if hasattr(policy.mlp_extractor, "value_net"):
-            modules.append(policy.mlp_extractor.value_net)
-        if not policy.share_features_extractor:
-            modules.append(policy.vf_features_extractor)
-        return [p for module in modules for p in module.parameters()]
-
-    def policy_parameters(self) -> list[th.nn.Parameter]:
-        """:return: the parameters the policy step moves (all but the value's)"""
-        value_ids = {id(p) for p in self.value_parameters()}
-        return [p for p in self.model.policy.parameters() if id(p) not in value_ids]
-
-    @property
-    def optimizer(self) -> th.optim.Optimizer | None:
-        """:return: the fit's optimiser when it keeps state between batches (saved with the model), else ``None``"""
-        return None
-
-    def fit(self, batch: PathBatch, ent_coef: float) -> float | th.Tensor:
-        """
-        Fit the value on one batch, after the policy step.
-
-        :param batch: the path segments
-        :param ent_coef: the current entropy coefficient
-        :return: the mean squared regression error after the fit
-        """
-        raise NotImplementedError
-
-
-class _RegressionFit(ValueFit):
-    """
-    A separate fit toward ``mix * (V + C) + (1 - mix) * V_old``.
-
-    :param mix: weight of the consistency target, in ``(0, 1]``
-    """
-
-    def __init__(self, mix: float = 1.0):
-        check(is_real(mix) and 0.0 < mix <= 1.0, "value_fit_kwargs['mix']", mix, "in (0, 1]")
-        self.mix = mix
-
-    def setup(self, model: PCLModel) -> None:
-        """
-        Attach to the model, and rebuild its policy's optimiser on :meth:`policy_parameters`: the policy step then leaves
-        the value parameters to this fit.
-
-        :param model: the PCL model
-        """
-        super().setup(model)
-        if not model.supports_separate_value:
-            raise ValueError(
-                f"value_fit={self.name!r} is not supported with {type(model.policy).__name__} (its value has no separate "
-                "parameters): use value_fit='joint'"
-            )
-        optimizer_class: Any = model.policy.optimizer_class
-        model.policy.optimizer = optimizer_class(
-            self.policy_parameters(), lr=model.lr_schedule(1), **model.policy.optimizer_kwargs
+def check_last_layer(policy: ActorCriticPolicy) -> None:
+    """:raises ValueError: unless ``policy.value_net`` is a ``torch.nn.Linear(n, 1)`` with a bias (``best_fit``'s layer)"""
+    layer = policy.value_net
+    if not (isinstance(layer, th.nn.Linear) and layer.out_features == 1 and layer.bias is not None):
+        raise ValueError(
+            f"value_fit='best_fit' needs a policy whose value_net is a torch.nn.Linear(n, 1) with a bias, got {layer}"
         )
 
-    def targets(self, batch: PathBatch, ent_coef: float) -> tuple[th.Tensor, th.Tensor]:
-        """
-        :param batch: the path segments
-        :param ent_coef: the current entropy coefficient
-        :return: the flat observations ``(T * B, ...)`` and the regression targets ``(T, B)`` (constants)
-        """
-        model = self.model
+
+def fit_last_layer(
+    policy: ActorCriticPolicy,
+    obs: th.Tensor,
+    intended: th.Tensor,
+    mask: th.Tensor,
+    reg_coef: float,
+    algorithm: str = "PCL",
+    verbose: int = 0,
+) -> float:
+    """
+    Solve :func:`ridge_regression` for ``policy.value_net`` on its inputs at the valid steps, and set the layer to the
+    solution (kept when none is finite; the hidden layers are not trained).
+
+    :return: the mean squared error after the fit
+    """
+    captured: list[th.Tensor] = []
+    layer = policy.value_net
+    hook = layer.register_forward_hook(lambda _module, inputs, _output: captured.append(inputs[0]))
+    try:
         with th.no_grad():
-            values, log_prob, final_values, _ = model._evaluate_after_policy_step(batch)
-            targets = value_targets(model._consistency(batch, values, log_prob, final_values, ent_coef))
-            intended = self.mix * targets + (1.0 - self.mix) * values
-        n_steps, n_paths = batch.mask.shape
-        return merge_leading(batch.observations, n_steps * n_paths), intended
-
-    def regression_loss(self, obs: th.Tensor, intended: th.Tensor, mask: th.Tensor) -> th.Tensor:
-        """:return: the mean squared error of the current value to ``intended`` over the valid steps of ``mask``"""
-        prediction = self.model.policy.predict_values(obs).reshape(mask.shape)
-        return (mask * (prediction - intended) ** 2).sum() / mask.sum()
-
-
-class GradValueFit(_RegressionFit):
-    """
-    ``value_fit="grad"``: ``gradient_steps`` steps of the policy's optimiser class on the value parameters per batch.
-
-    :param learning_rate: the value optimiser's learning rate
-    :param gradient_steps: optimiser steps per batch
-    :param mix: weight of the consistency target (see :class:`_RegressionFit`)
-    """
-
-    name = "grad"
-
-    def __init__(self, learning_rate: float = 1e-3, gradient_steps: int = 5, mix: float = 1.0):
-        super().__init__(mix)
-        check(is_real(learning_rate) and learning_rate > 0, "value_fit_kwargs['learning_rate']", learning_rate, "> 0")
-        check(is_int(gradient_steps) and gradient_steps >= 1, "value_fit_kwargs['gradient_steps']", gradient_steps, ">= 1")
-        self.learning_rate = learning_rate
-        self.gradient_steps = gradient_steps
-        self._optimizer: th.optim.Optimizer | None = None
-
-    def setup(self, model: PCLModel) -> None:
-        super().setup(model)
-        optimizer_class: Any = model.policy.optimizer_class
-        self._parameters = self.value_parameters()
-        self._optimizer = optimizer_class(self._parameters, lr=self.learning_rate, **model.policy.optimizer_kwargs)
-
-    @property
-    def optimizer(self) -> th.optim.Optimizer | None:
-        return self._optimizer
-
-    def fit(self, batch: PathBatch, ent_coef: float) -> float | th.Tensor:
-        assert self._optimizer is not None
-        obs, intended = self.targets(batch, ent_coef)
-        loss = th.zeros((), device=intended.device)
-        for _ in range(self.gradient_steps):
-            loss = self.regression_loss(obs, intended, batch.mask)
-            self._optimizer.zero_grad()
-            loss.backward()
-            grad_norm = gradient_norm(self._parameters)
-            check_finite_update(type(self.model).__name__, "value fit", loss, grad_norm)
-            self._optimizer.step()
-        return loss.detach()  # moved to the host with the iteration's other statistics
-
-
-class BestFitValueFit(_RegressionFit):
-    """
-    ``value_fit="best_fit"``: ridge least squares for the weight and bias of the value's last linear layer.
-
-    ``[w; b]`` solves ``(X^T X + reg_coef I) [w; b] = X^T y`` with ``X = [features, 1]``, the features being the
-    input of ``policy.value_net`` (:func:`ridge_regression`); the hidden layers are not
-    trained. When no finite solution exists the layer is kept.
-
-    :param reg_coef: the ridge coefficient ``rho > 0``
-    :param mix: weight of the consistency target (see :class:`_RegressionFit`)
-    """
-
-    name = "best_fit"
-
-    def __init__(self, reg_coef: float = 1e-5, mix: float = 1.0):
-        super().__init__(mix)
-        check(is_real(reg_coef) and reg_coef > 0, "value_fit_kwargs['reg_coef']", reg_coef, "a finite float > 0")
-        self.reg_coef = reg_coef
-
-    def setup(self, model: PCLModel) -> None:
-        super().setup(model)
-        layer = model.policy.value_net
-        if not (isinstance(layer, th.nn.Linear) and layer.out_features == 1 and layer.bias is not None):
-            raise ValueError(
-                f"value_fit='best_fit' needs a policy whose value_net is a torch.nn.Linear(n, 1) with a bias, got {layer}"
-            )
-
-    def _features(self, obs: th.Tensor) -> th.Tensor:
-        """:return: the input of ``policy.value_net`` for each observation, ``(N, n_features)``, without gradient"""
-        captured: list[th.Tensor] = []
-        policy = self.model.policy
-        hook = policy.value_net.register_forward_hook(lambda _module, inputs, _output: captured.append(inputs[0]))
-        try:
-            with th.no_grad():
-                policy.predict_values(obs)
-        finally:
-            hook.remove()
-        return captured[-1].detach()
-
-    def fit(self, batch: PathBatch, ent_coef: float) -> float:
-        obs, intended = self.targets(batch, ent_coef)
-        valid = batch.mask.reshape(-1).bool()
-        features = self._features(obs)[valid]
-        targets = intended.reshape(-1)[valid]
-        check_finite_update(type(self.model).__name__, "value fit", targets.sum() + features.sum())
-        if features.shape[0] <= features.shape[1] + 1:
-            warnings.warn(
-                f"value_fit='best_fit' fits {features.shape[1] + 1} parameters on only {features.shape[0]} valid steps: "
-                "the least-squares solution interpolates the batch; sample more steps per batch "
-                "(batch_size * max_segment_length well above the value network's last hidden size)",
-                stacklevel=2,
-            )
-        solution = ridge_regression(features, targets, reg_coef=self.reg_coef)
-        layer = self.model.policy.value_net
-        if solution is not None:
-            with th.no_grad():
-                layer.weight.copy_(solution[0].reshape(layer.weight.shape))
-                layer.bias.copy_(solution[1].reshape(layer.bias.shape))
-        elif self.model.verbose >= 1:
-            print("PCL best_fit: no finite least-squares solution, value layer unchanged")
+            policy.predict_values(obs)
+    finally:
+        hook.remove()
+    valid = mask.reshape(-1).bool()
+    features = captured[-1].detach()[valid]
+    targets = intended.reshape(-1)[valid]
+    check_finite_update(algorithm, "value fit", targets.sum() + features.sum())
+    if features.shape[0] <= features.shape[1] + 1:
+        warnings.warn(
+            f"value_fit='best_fit' fits {features.shape[1] + 1} parameters on only {features.shape[0]} valid steps: "
+            "the least-squares solution interpolates the batch; sample more steps per batch "
+            "(batch_size * max_segment_length well above the value network's last hidden size)",
+            stacklevel=2,
+        )
+    solution = ridge_regression(features, targets, reg_coef=reg_coef)
+    if solution is not None:
         with th.no_grad():
-            return float(((layer(features).reshape(-1) - targets) ** 2).mean())
+            layer.weight.copy_(solution[0].reshape(layer.weight.shape))
+            layer.bias.copy_(solution[1].reshape(layer.bias.shape))
+    elif verbose >= 1:
+        print(f"{algorithm} best_fit: no finite least-squares solution, value layer unchanged")
+    with th.no_grad():
+        return float(((layer(features).reshape(-1) - targets) ** 2).mean())
 
 
-class LBFGSValueFit(_RegressionFit):
+def fit_by_lbfgs(
+    policy: ActorCriticPolicy,
+    parameters: list[th.nn.Parameter],
+    obs: th.Tensor,
+    intended: th.Tensor,
+    mask: th.Tensor,
+    max_iter: int,
+    algorithm: str = "PCL",
+) -> float:
     """
-    ``value_fit="lbfgs"``: ``torch.optim.LBFGS`` (strong-Wolfe line search) on the value parameters.
+    A fresh ``torch.optim.LBFGS`` (strong-Wolfe line search, ``max_iter`` iterations) on :func:`regression_loss` over
+    ``parameters``.
 
-    A fresh optimiser serves each batch: its curvature memory belongs to one regression problem.
-
-    :param max_iter: L-BFGS iterations per batch
-    :param mix: weight of the consistency target (see :class:`_RegressionFit`)
+    :return: the loss after the fit
+    :raises FloatingPointError: on a non-finite loss or gradient at the starting point
     """
+    optimizer = th.optim.LBFGS(parameters, lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe")
+    first = [True]
 
-    name = "lbfgs"
+    def closure() -> th.Tensor:
+        optimizer.zero_grad()
+        loss = regression_loss(policy, obs, intended, mask)
+        loss.backward()
+        if first[0]:  # at the starting point, before L-BFGS moves anything
+            first[0] = False
+            check_finite_update(algorithm, "value fit", loss, gradient_norm(parameters))
+        return loss
 
-    def __init__(self, max_iter: int = 5, mix: float = 1.0):
-        super().__init__(mix)
-        check(is_int(max_iter) and max_iter >= 1, "value_fit_kwargs['max_iter']", max_iter, ">= 1")
-        self.max_iter = max_iter
-
-    def fit(self, batch: PathBatch, ent_coef: float) -> float:
-        obs, intended = self.targets(batch, ent_coef)
-        parameters = self.value_parameters()
-        optimizer = th.optim.LBFGS(parameters, lr=1.0, max_iter=self.max_iter, line_search_fn="strong_wolfe")
-        first = [True]
-
-        def closure() -> th.Tensor:
-            optimizer.zero_grad()
-            loss = self.regression_loss(obs, intended, batch.mask)
-            loss.backward()
-            if first[0]:  # at the starting point, before L-BFGS moves anything
-                first[0] = False
-                grad_norm = gradient_norm(parameters)
-                check_finite_update(type(self.model).__name__, "value fit", loss, grad_norm)
-            return loss
-
-        optimizer.step(closure)  # type: ignore[no-untyped-call]
-        with th.no_grad():
-            return float(self.regression_loss(obs, intended, batch.mask))
-
-
-#: the value fits by their ``value_fit`` name
-VALUE_FITS: dict[str, type[ValueFit]] = {fit.name: fit for fit in (GradValueFit, BestFitValueFit, LBFGSValueFit)}
+    optimizer.step(closure)  # type: ignore[no-untyped-call]
+    with th.no_grad():
+        return float(regression_loss(policy, obs, intended, mask))

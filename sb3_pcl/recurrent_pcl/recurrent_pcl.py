@@ -91,7 +91,7 @@ class RecurrentPCL(PCL):
         previous-action input: after ``learning_starts`` the state is the one the stored path leads to. Training
         never reads this state (the replay rebuilds it), it only drives acting.
 
-        :param learning_starts: uniformly random actions before this many steps
+        :param learning_starts: uniformly random actions before this many steps (unless ``use_policy_at_warmup``)
         :param n_envs: number of envs
         :return: the actions as sampled, ``(n_envs, *action_shape)``
         """
@@ -105,7 +105,7 @@ class RecurrentPCL(PCL):
         if state is None or state[0].shape[1] != n_envs:
             state, starts = acting.initial_state(n_envs), np.ones(n_envs, dtype=np.float32)
         random_actions = None
-        if self.num_timesteps < learning_starts:
+        if self.num_timesteps < learning_starts and not self.use_policy_at_warmup:
             random_actions = th.as_tensor(np.array([self.action_space.sample() for _ in range(n_envs)]), device=self.device)
         obs_tensor, _ = acting.obs_to_tensor(self._last_obs)
         with th.no_grad():
@@ -179,9 +179,9 @@ class RecurrentPCL(PCL):
         _, log_prob, _, distribution = self._evaluate(policy, batch)
         return log_prob, distribution
 
-    def _kl_to_target(self, batch: PathBatch, distribution: Any = None) -> th.Tensor:
+    def _kl_to_target(self, batch: PathBatch, distribution: Any = None, target: Any = None) -> th.Tensor:
         """:return: the mean ``KL(pi_target || pi)`` over the valid steps of a batch, both replayed from the path starts
-        after the iteration's updates (``distribution`` is not used)"""
+        after the iteration's updates (``distribution`` and ``target`` are not used)"""
         with th.no_grad():
             target_distribution = self._evaluate(self.policy_target, batch)[3]
             distribution = self._evaluate(self.policy, batch)[3]
