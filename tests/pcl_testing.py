@@ -15,7 +15,7 @@ FAST: dict[str, Any] = {
     "train_freq": 16,
     "buffer_size": 2_000,
     "max_segment_length": 16,
-    "rollout": 4,
+    "n_steps": 4,
 }
 
 

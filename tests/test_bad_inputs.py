@@ -61,8 +61,8 @@ OFF_POLICY_BAD = [
     ("gamma", 1.5),
     ("gamma", float("nan")),
     ("gamma", "0.99"),
-    ("rollout", 0),
-    ("rollout", 2.5),
+    ("n_steps", 0),
+    ("n_steps", 2.5),
     ("vf_coef", float("inf")),
     ("clip_adv", float("nan")),
     ("target_network_lag", float("nan")),
@@ -290,7 +290,7 @@ def tamper(path: Any, **changes: Any) -> None:
 TAMPERED = [
     (PCL, "gamma", "oops"),
     (TrustPCL, "lambda_smoothing", 2.0),
-    (RecurrentPCL, "rollout", 0),
+    (RecurrentPCL, "n_steps", 0),
     (Reinforce, "num_samples", 0),
 ]
 

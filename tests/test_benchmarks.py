@@ -446,7 +446,7 @@ OLD_ARGUMENTS = (
     "tau", "critic_weight", "value_optimizer", "value_learning_rate", "value_gradient_steps", "value_mix", "value_reg_coef",
     "policy_optimizer", "trust_region_loss", "target_kl", "cg_max_steps", "cg_damping", "line_search_max_iter",
     "line_search_shrinking_factor", "replay_alpha", "replay_priority", "replay_eviction", "expert_paths",
-    "demonstrations", "shared_curriculum",
+    "demonstrations", "shared_curriculum", "rollout",
 )  # fmt: skip
 
 

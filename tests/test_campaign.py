@@ -241,7 +241,7 @@ def test_paper_table1_campaign_file() -> None:
     assert all(task.env not in stopped and task.stop_below is None for task in later)
     assert {task.env for task in alternatives} <= stopped
     assert all(sum(task.env == env for task in alternatives) <= 2 for env in PAPER)
-    allowed = ({"max_divergence": 0.0005}, {"max_divergence": 0.002}, {"rollout": 1}, {"rollout": 5})
+    allowed = ({"max_divergence": 0.0005}, {"max_divergence": 0.002}, {"n_steps": 1}, {"n_steps": 5})
     for task in loaded.tasks:
         # the &mujoco-2017 recipe (the Ant-v5 entry) on every task, 10M steps, evaluated every 250k, the stop rule
         assert task.entry == "Ant-v5" and task.steps == 10_000_000 and task.eval_freq == 250_000

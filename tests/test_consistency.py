@@ -51,19 +51,19 @@ def t64(x):
 # ----------------------------------------------------------------------------------------------
 
 
-def make_batch(seed, rollout, n_steps=T_MAX):
+def make_batch(seed, n_steps, horizon=T_MAX):
     """Paths of lengths 0, 1, < d, == d, > d, == T and random ones; terminated and cut; garbage padding."""
-    rng = np.random.default_rng(seed + 1000 * rollout)
+    rng = np.random.default_rng(seed + 1000 * n_steps)
     lengths = [
         1,
-        max(1, rollout - 1),
-        rollout,
-        min(n_steps, rollout + 1),
+        max(1, n_steps - 1),
         n_steps,
-        n_steps,
+        min(horizon, n_steps + 1),
+        horizon,
+        horizon,
         0,
-        int(rng.integers(1, n_steps + 1)),
-        int(rng.integers(1, n_steps + 1)),
+        int(rng.integers(1, horizon + 1)),
+        int(rng.integers(1, horizon + 1)),
     ]
     n_paths = len(lengths)
     terminated = rng.random(n_paths) < 0.5
@@ -73,14 +73,14 @@ def make_batch(seed, rollout, n_steps=T_MAX):
     lengths = np.array(lengths)[order]
     terminated = terminated[order]
 
-    mask = np.zeros((n_steps, n_paths))
+    mask = np.zeros((horizon, n_paths))
     for b in range(n_paths):
         for t in range(lengths[b]):
             mask[t, b] = 1.0
 
     def field(scale=1.0):
-        valid = rng.normal(scale=scale, size=(n_steps, n_paths))
-        garbage = rng.uniform(-50.0, 50.0, size=(n_steps, n_paths))
+        valid = rng.normal(scale=scale, size=(horizon, n_paths))
+        garbage = rng.uniform(-50.0, 50.0, size=(horizon, n_paths))
         return np.where(mask > 0, valid, garbage)
 
     final_values = rng.normal(size=n_paths)
@@ -102,16 +102,16 @@ def make_batch(seed, rollout, n_steps=T_MAX):
 # ----------------------------------------------------------------------------------------------
 
 
-def ref_window_sum(x, mask, gamma, rollout):
-    n_steps, n_paths = x.shape
+def ref_window_sum(x, mask, gamma, n_steps):
+    horizon, n_paths = x.shape
     out = np.zeros_like(x)
     for b in range(n_paths):
-        for t in range(n_steps):
+        for t in range(horizon):
             if mask[t, b] == 0:
                 continue
             total = 0.0
-            for i in range(rollout):
-                if t + i < n_steps:
+            for i in range(n_steps):
+                if t + i < horizon:
                     total += gamma**i * x[t + i, b] * mask[t + i, b]
             out[t, b] = total
     return out
@@ -121,20 +121,20 @@ def lengths_of(mask):
     return [round(mask[:, b].sum()) for b in range(mask.shape[1])]
 
 
-def ref_bootstrap(values, final_values, mask, gamma, rollout):
+def ref_bootstrap(values, final_values, mask, gamma, n_steps):
     out = np.zeros_like(values)
     for b, length in enumerate(lengths_of(mask)):
         for t in range(length):
-            k = min(rollout, length - t)
+            k = min(n_steps, length - t)
             far = values[t + k, b] if t + k < length else final_values[b]
             out[t, b] = gamma**k * far
     return out
 
 
-def ref_prepend(rewards, log_probs, relative, values, mask, gamma, rollout):
-    n_steps, n_paths = rewards.shape
-    extra = rollout - 1
-    shape = (n_steps + extra, n_paths)
+def ref_prepend(rewards, log_probs, relative, values, mask, gamma, n_steps):
+    horizon, n_paths = rewards.shape
+    extra = n_steps - 1
+    shape = (horizon + extra, n_paths)
     out = {name: np.zeros(shape) for name in ("rewards", "log_probs", "relative_log_probs", "values", "mask")}
     for b in range(n_paths):
         has_steps = mask[0, b] > 0
@@ -142,7 +142,7 @@ def ref_prepend(rewards, log_probs, relative, values, mask, gamma, rollout):
             row = extra - j
             out["values"][row, b] = gamma**j * values[0, b] if has_steps else 0.0
             out["mask"][row, b] = 1.0 if has_steps else 0.0
-        for t in range(n_steps):
+        for t in range(horizon):
             out["rewards"][extra + t, b] = rewards[t, b]
             out["log_probs"][extra + t, b] = log_probs[t, b]
             out["relative_log_probs"][extra + t, b] = relative[t, b]
@@ -151,7 +151,7 @@ def ref_prepend(rewards, log_probs, relative, values, mask, gamma, rollout):
     return out
 
 
-def ref_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True, use_target=True):
+def ref_consistency(batch, gamma, n_steps, tau=0.0, lam=0.0, start_windows=True, use_target=True):
     """
     Per-path loop over the (possibly extended) path. Returns a dict of (T', B) arrays and per-path windows.
 
@@ -160,9 +160,9 @@ def ref_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True,
     """
     far_source = batch.get("far_values", batch["values"])
     mask = batch["mask"]
-    n_steps, n_paths = mask.shape
-    offset = rollout - 1 if start_windows else 0
-    shape = (n_steps + offset, n_paths)
+    horizon, n_paths = mask.shape
+    offset = n_steps - 1 if start_windows else 0
+    shape = (horizon + offset, n_paths)
     res = {name: np.zeros(shape) for name in ("residual", "window_log_probs", "values", "bootstrap", "mask")}
     windows = []  # (path b, extended row u, k, extended length L', prepended rows of the path)
     for b, length in enumerate(lengths_of(mask)):
@@ -176,7 +176,7 @@ def ref_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True,
         ext_len = length + off
         row0 = offset - off  # 0 unless an empty path
         for u in range(ext_len):
-            k = min(rollout, ext_len - u)
+            k = min(n_steps, ext_len - u)
             far = v_far[u + k] if u + k < ext_len else batch["final_values"][b]
             boot = gamma**k * far
             inner = 0.0
@@ -195,15 +195,15 @@ def ref_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True,
     return res
 
 
-def ref_weighted_grads(ref, weights, gamma, n_steps, n_paths):
+def ref_weighted_grads(ref, weights, gamma, horizon, n_paths):
     """
     Gradients of ``sum_u w(u) * X(u)`` for X = window_log_probs (w.r.t. log_probs), values and bootstrap
     (w.r.t. values and final_values), with ``w`` given on the extended rows.
     """
     offset = ref["offset"]
-    g_lp = np.zeros((n_steps, n_paths))
-    g_values_base = np.zeros((n_steps, n_paths))
-    g_values_boot = np.zeros((n_steps, n_paths))
+    g_lp = np.zeros((horizon, n_paths))
+    g_values_base = np.zeros((horizon, n_paths))
+    g_values_boot = np.zeros((horizon, n_paths))
     g_final_boot = np.zeros(n_paths)
 
     def value_source(e, off):
@@ -234,7 +234,7 @@ def ref_clip(x, clip_adv):
     return np.array([[min(max(v, -clip_adv), clip_adv) for v in row] for row in x])
 
 
-def run_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True, use_target=True, grad=False):
+def run_consistency(batch, gamma, n_steps, tau=0.0, lam=0.0, start_windows=True, use_target=True, grad=False):
     tensors = {name: t64(batch[name]).requires_grad_(grad) for name in ("rewards", "log_probs", "values", "final_values")}
     tensors["mask"] = t64(batch["mask"])
     tensors["target_log_probs"] = t64(batch["target_log_probs"]).requires_grad_(grad and use_target)
@@ -245,7 +245,7 @@ def run_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True,
         tensors["final_values"],
         tensors["mask"],
         gamma,
-        rollout,
+        n_steps,
         ent_coef=tau,
         target_log_probs=tensors["target_log_probs"] if use_target else None,
         relative_entropy_coef=lam,
@@ -260,46 +260,46 @@ def run_consistency(batch, gamma, rollout, tau=0.0, lam=0.0, start_windows=True,
 
 
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_discounted_window_sum(gamma, rollout):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_discounted_window_sum(gamma, n_steps):
     for seed in SEEDS:
-        batch = make_batch(seed, rollout)
+        batch = make_batch(seed, n_steps)
         x, mask = batch["rewards"], batch["mask"]
-        out = C.discounted_window_sum(t64(x), t64(mask), gamma, rollout)
+        out = C.discounted_window_sum(t64(x), t64(mask), gamma, n_steps)
         assert out.shape == x.shape
-        assert_close(out, ref_window_sum(x, mask, gamma, rollout))
+        assert_close(out, ref_window_sum(x, mask, gamma, n_steps))
         # The formula holds for any 0/1 mask, not only prefix masks.
         rng = np.random.default_rng(seed)
         holes = (rng.random(x.shape) < 0.6).astype(float)
-        assert_close(C.discounted_window_sum(t64(x), t64(holes), gamma, rollout), ref_window_sum(x, holes, gamma, rollout))
+        assert_close(C.discounted_window_sum(t64(x), t64(holes), gamma, n_steps), ref_window_sum(x, holes, gamma, n_steps))
 
 
-@pytest.mark.parametrize("rollout", [0, -1])
-def test_discounted_window_sum_rejects_bad_rollout(rollout):
+@pytest.mark.parametrize("n_steps", [0, -1])
+def test_discounted_window_sum_rejects_bad_rollout(n_steps):
     with pytest.raises(ValueError):
-        C.discounted_window_sum(th.zeros(3, 2, dtype=th.float64), th.ones(3, 2, dtype=th.float64), 0.9, rollout)
+        C.discounted_window_sum(th.zeros(3, 2, dtype=th.float64), th.ones(3, 2, dtype=th.float64), 0.9, n_steps)
 
 
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_bootstrap_values(gamma, rollout):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_bootstrap_values(gamma, n_steps):
     for seed in SEEDS:
-        batch = make_batch(seed, rollout)
+        batch = make_batch(seed, n_steps)
         args = (batch["values"], batch["final_values"], batch["mask"])
-        out = C.bootstrap_values(*map(t64, args), gamma, rollout)
-        assert_close(out, ref_bootstrap(*args, gamma, rollout))
+        out = C.bootstrap_values(*map(t64, args), gamma, n_steps)
+        assert_close(out, ref_bootstrap(*args, gamma, n_steps))
 
 
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_prepend_start_windows(gamma, rollout):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_prepend_start_windows(gamma, n_steps):
     for seed in SEEDS:
-        batch = make_batch(seed, rollout)
+        batch = make_batch(seed, n_steps)
         relative = batch["log_probs"] - batch["target_log_probs"]
         args = (batch["rewards"], batch["log_probs"], relative, batch["values"], batch["mask"])
-        out = C.prepend_start_windows(*map(t64, args), gamma, rollout)
-        expected = ref_prepend(*args, gamma, rollout)
-        n_rows = T_MAX + rollout - 1
+        out = C.prepend_start_windows(*map(t64, args), gamma, n_steps)
+        expected = ref_prepend(*args, gamma, n_steps)
+        n_rows = T_MAX + n_steps - 1
         for name in ("rewards", "log_probs", "relative_log_probs", "values", "mask"):
             got = getattr(out, name)
             assert got.shape == (n_rows, batch["mask"].shape[1]), name
@@ -318,12 +318,12 @@ COEFS = [(0.0, 0.0, False), (0.2, 0.5, True), (0.4, 0.0, True)]
 @pytest.mark.parametrize("start_windows", [True, False])
 @pytest.mark.parametrize("tau,lam,use_target", COEFS)
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_path_consistency(rollout, gamma, tau, lam, use_target, start_windows):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_path_consistency(n_steps, gamma, tau, lam, use_target, start_windows):
     for seed in SEEDS:
-        batch = make_batch(seed, rollout)
-        out, _ = run_consistency(batch, gamma, rollout, tau, lam, start_windows, use_target)
-        ref = ref_consistency(batch, gamma, rollout, tau, lam, start_windows, use_target)
+        batch = make_batch(seed, n_steps)
+        out, _ = run_consistency(batch, gamma, n_steps, tau, lam, start_windows, use_target)
+        ref = ref_consistency(batch, gamma, n_steps, tau, lam, start_windows, use_target)
         assert out.offset == ref["offset"]
         for name in ("residual", "window_log_probs", "values", "bootstrap", "mask"):
             got = getattr(out, name)
@@ -333,11 +333,11 @@ def test_path_consistency(rollout, gamma, tau, lam, use_target, start_windows):
 
 @pytest.mark.parametrize("start_windows", [True, False])
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_path_consistency_far_values(rollout, gamma, start_windows):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_path_consistency_far_values(n_steps, gamma, start_windows):
     """``far_values`` (e.g. a target value network) replace ``V(s_{t+k})`` at the far end only, never ``V(s_t)``."""
     for seed in SEEDS:
-        batch = make_batch(seed, rollout)
+        batch = make_batch(seed, n_steps)
         rng = np.random.default_rng(seed + 77)
         far = np.where(batch["mask"] > 0, rng.normal(size=batch["mask"].shape), rng.uniform(-50, 50, batch["mask"].shape))
         out = C.path_consistency(
@@ -347,38 +347,38 @@ def test_path_consistency_far_values(rollout, gamma, start_windows):
             t64(batch["final_values"]),
             t64(batch["mask"]),
             gamma,
-            rollout,
+            n_steps,
             ent_coef=0.2,
             target_log_probs=t64(batch["target_log_probs"]),
             relative_entropy_coef=0.5,
             start_windows=start_windows,
             far_values=t64(far),
         )
-        ref = ref_consistency({**batch, "far_values": far}, gamma, rollout, 0.2, 0.5, start_windows)
+        ref = ref_consistency({**batch, "far_values": far}, gamma, n_steps, 0.2, 0.5, start_windows)
         for name in ("residual", "window_log_probs", "values", "bootstrap", "mask"):
             assert_close(getattr(out, name), ref[name])
         # not a no-op: the far values matter wherever a window ends inside its path
-        default = ref_consistency(batch, gamma, rollout, 0.2, 0.5, start_windows)
+        default = ref_consistency(batch, gamma, n_steps, 0.2, 0.5, start_windows)
         assert not np.allclose(ref["residual"], default["residual"])
 
 
 @pytest.mark.parametrize("tau,lam", [(0.0, 0.0), (0.3, 0.6)])
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", [2, 3, 5])
-def test_start_windows_are_discounted_windows_from_s0(rollout, gamma, tau, lam):
+@pytest.mark.parametrize("n_steps", [2, 3, 5])
+def test_start_windows_are_discounted_windows_from_s0(n_steps, gamma, tau, lam):
     """Row ``d-1-j`` (virtual step ``-j``) holds ``gamma^j`` times the consistency of the ``min(d-j, L)`` window at s_0."""
     for seed in SEEDS:
-        batch = make_batch(seed, rollout)
-        out, _ = run_consistency(batch, gamma, rollout, tau, lam, start_windows=True)
+        batch = make_batch(seed, n_steps)
+        out, _ = run_consistency(batch, gamma, n_steps, tau, lam, start_windows=True)
         residual = out.residual.detach().numpy()
         r, lp, tlp, v = batch["rewards"], batch["log_probs"], batch["target_log_probs"], batch["values"]
         for b, length in enumerate(batch["lengths"]):
-            for j in range(1, rollout):
-                row = rollout - 1 - j
+            for j in range(1, n_steps):
+                row = n_steps - 1 - j
                 if length == 0:
                     assert residual[row, b] == 0.0
                     continue
-                m = min(rollout - j, length)
+                m = min(n_steps - j, length)
                 far = v[m, b] if m < length else batch["final_values"][b]
                 inner = sum(gamma**s * (r[s, b] - tau * lp[s, b] - lam * (lp[s, b] - tlp[s, b])) for s in range(m))
                 expected = gamma**j * (-v[0, b] + gamma**m * far + inner)
@@ -394,15 +394,15 @@ def test_path_consistency_requires_target_log_probs():
 @pytest.mark.parametrize("start_windows", [True, False])
 @pytest.mark.parametrize("tau,lam", [(0.0, 0.0), (0.3, 0.6)])
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_residual_gradients(rollout, gamma, tau, lam, start_windows):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_residual_gradients(n_steps, gamma, tau, lam, start_windows):
     """The residual is differentiable in log_probs, values and final_values (target log-probs are constants)."""
-    batch = make_batch(7, rollout)
-    out, tensors = run_consistency(batch, gamma, rollout, tau, lam, start_windows, grad=True)
+    batch = make_batch(7, n_steps)
+    out, tensors = run_consistency(batch, gamma, n_steps, tau, lam, start_windows, grad=True)
     rng = np.random.default_rng(3)
     weights = rng.normal(size=out.residual.shape)
     (out.residual * t64(weights)).sum().backward()
-    ref = ref_consistency(batch, gamma, rollout, tau, lam, start_windows)
+    ref = ref_consistency(batch, gamma, n_steps, tau, lam, start_windows)
     g_lp, g_base, g_boot, g_final = ref_weighted_grads(ref, weights, gamma, *batch["mask"].shape)
     assert_close(grad_of(tensors["log_probs"]), -(tau + lam) * g_lp)
     assert_close(grad_of(tensors["values"]), -g_base + g_boot)
@@ -421,17 +421,17 @@ def test_residual_gradients(rollout, gamma, tau, lam, start_windows):
 @pytest.mark.parametrize("clip_adv", [None, 0.5])
 @pytest.mark.parametrize("start_windows", [True, False])
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_pcl_policy_loss(rollout, gamma, start_windows, clip_adv):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_pcl_policy_loss(n_steps, gamma, start_windows, clip_adv):
     for seed in SEEDS:
         tau, lam = 0.2, 0.4
-        batch = make_batch(seed, rollout)
-        n_steps, n_paths = batch["mask"].shape
-        out, tensors = run_consistency(batch, gamma, rollout, tau, lam, start_windows, grad=True)
+        batch = make_batch(seed, n_steps)
+        horizon, n_paths = batch["mask"].shape
+        out, tensors = run_consistency(batch, gamma, n_steps, tau, lam, start_windows, grad=True)
         loss = C.pcl_policy_loss(out, clip_adv=clip_adv)
         loss.backward()
 
-        ref = ref_consistency(batch, gamma, rollout, tau, lam, start_windows)
+        ref = ref_consistency(batch, gamma, n_steps, tau, lam, start_windows)
         weight = ref_clip(ref["residual"], clip_adv)
         expected = 0.0
         for b in range(n_paths):
@@ -443,31 +443,31 @@ def test_pcl_policy_loss(rollout, gamma, start_windows, clip_adv):
 
         # d/d lp(s) = -(1/B) sum over windows t containing s of clip(C(t)) gamma^(s - t), C constant.
         offset = ref["offset"]
-        grad = np.zeros((n_steps, n_paths))
+        grad = np.zeros((horizon, n_paths))
         for b, u, k, _ext_len, off in ref["windows"]:
-            for s in range(n_steps):
+            for s in range(horizon):
                 e = s + off
                 if u <= e < u + k:
                     grad[s, b] -= weight[offset - off + u, b] * gamma ** (e - u) / n_paths
         assert_close(grad_of(tensors["log_probs"]), grad)
-        assert_close(grad_of(tensors["values"]), np.zeros((n_steps, n_paths)))
+        assert_close(grad_of(tensors["values"]), np.zeros((horizon, n_paths)))
         assert_close(grad_of(tensors["final_values"]), np.zeros(n_paths))
 
 
 @pytest.mark.parametrize("clip_adv", [None, 0.5])
 @pytest.mark.parametrize("start_windows", [True, False])
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_pcl_value_loss(rollout, gamma, start_windows, clip_adv):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_pcl_value_loss(n_steps, gamma, start_windows, clip_adv):
     for seed in SEEDS:
         tau, lam = 0.1, 0.3
-        batch = make_batch(seed, rollout)
-        n_steps, n_paths = batch["mask"].shape
-        out, tensors = run_consistency(batch, gamma, rollout, tau, lam, start_windows, grad=True)
+        batch = make_batch(seed, n_steps)
+        horizon, n_paths = batch["mask"].shape
+        out, tensors = run_consistency(batch, gamma, n_steps, tau, lam, start_windows, grad=True)
         loss = C.pcl_value_loss(out, clip_adv=clip_adv)
         loss.backward()
 
-        ref = ref_consistency(batch, gamma, rollout, tau, lam, start_windows)
+        ref = ref_consistency(batch, gamma, n_steps, tau, lam, start_windows)
         weight = ref_clip(ref["residual"], clip_adv)
         expected = 0.0
         for b in range(n_paths):
@@ -479,7 +479,7 @@ def test_pcl_value_loss(rollout, gamma, start_windows, clip_adv):
 
         # Gradient by a direct loop: V(s) is the baseline of its own window, the far end of the windows
         # that reach it, and (s = 0, start windows) the scaled baseline gamma^j V(s_0) of the virtual rows.
-        g_values = np.zeros((n_steps, n_paths))
+        g_values = np.zeros((horizon, n_paths))
         g_final = np.zeros(n_paths)
         offset = ref["offset"]
         for b, u, k, ext_len, off in ref["windows"]:
@@ -495,23 +495,23 @@ def test_pcl_value_loss(rollout, gamma, start_windows, clip_adv):
                 g_final[b] += w * gamma**k
         assert_close(grad_of(tensors["values"]), g_values)
         assert_close(grad_of(tensors["final_values"]), g_final)
-        assert_close(grad_of(tensors["log_probs"]), np.zeros((n_steps, n_paths)))
+        assert_close(grad_of(tensors["log_probs"]), np.zeros((horizon, n_paths)))
         # and the same through the generic helper
-        _, g_base, g_boot, g_fin = ref_weighted_grads(ref, weight, gamma, n_steps, n_paths)
+        _, g_base, g_boot, g_fin = ref_weighted_grads(ref, weight, gamma, horizon, n_paths)
         assert_close(grad_of(tensors["values"]), -(g_base - g_boot) / n_paths)
         assert_close(grad_of(tensors["final_values"]), g_fin / n_paths)
 
 
 @pytest.mark.parametrize("start_windows", [True, False])
 @pytest.mark.parametrize("gamma", GAMMAS)
-@pytest.mark.parametrize("rollout", ROLLOUTS)
-def test_consistency_loss_and_value_targets(rollout, gamma, start_windows):
+@pytest.mark.parametrize("n_steps", ROLLOUTS)
+def test_consistency_loss_and_value_targets(n_steps, gamma, start_windows):
     for seed in SEEDS:
         tau, lam = 0.25, 0.5
-        batch = make_batch(seed, rollout)
-        n_steps, n_paths = batch["mask"].shape
-        out, _ = run_consistency(batch, gamma, rollout, tau, lam, start_windows, grad=True)
-        ref = ref_consistency(batch, gamma, rollout, tau, lam, start_windows)
+        batch = make_batch(seed, n_steps)
+        horizon, n_paths = batch["mask"].shape
+        out, _ = run_consistency(batch, gamma, n_steps, tau, lam, start_windows, grad=True)
+        ref = ref_consistency(batch, gamma, n_steps, tau, lam, start_windows)
 
         loss = C.consistency_loss(out)
         expected = 0.0
@@ -523,9 +523,9 @@ def test_consistency_loss_and_value_targets(rollout, gamma, start_windows):
         assert abs(loss.item() - expected) <= ATOL + RTOL * abs(expected)
 
         targets = C.value_targets(out)
-        assert targets.shape == (n_steps, n_paths)
+        assert targets.shape == (horizon, n_paths)
         assert not targets.requires_grad
-        expected_targets = np.zeros((n_steps, n_paths))
+        expected_targets = np.zeros((horizon, n_paths))
         offset = ref["offset"]
         for b, length in enumerate(batch["lengths"]):
             for t in range(length):
@@ -569,8 +569,8 @@ def test_soft_value_large_logits():
 
 
 @pytest.mark.parametrize("start_windows", [True, False])
-@pytest.mark.parametrize("rollout", [*ROLLOUTS, 7])
-def test_residuals_vanish_for_true_values(rollout, start_windows):
+@pytest.mark.parametrize("n_steps", [*ROLLOUTS, 7])
+def test_residuals_vanish_for_true_values(n_steps, start_windows):
     """tau = 0, gamma = 1, terminated path, V(s_t) = sum of the remaining rewards -> C = 0."""
     rewards = np.array([1.0, -2.0, 0.5, 3.0, 0.25])
     values = np.array([sum(rewards[t:]) for t in range(len(rewards))])
@@ -582,7 +582,7 @@ def test_residuals_vanish_for_true_values(rollout, start_windows):
         t64([0.0]),
         t64(mask),
         1.0,
-        rollout,
+        n_steps,
         start_windows=start_windows,
     )
     assert_close(out.residual, np.zeros(out.residual.shape))
@@ -590,9 +590,9 @@ def test_residuals_vanish_for_true_values(rollout, start_windows):
 
 
 @pytest.mark.parametrize("start_windows", [True, False])
-@pytest.mark.parametrize("rollout", [1, 2, 3, 4])
+@pytest.mark.parametrize("n_steps", [1, 2, 3, 4])
 @pytest.mark.parametrize("tau,gamma", [(0.5, 0.9), (1.0, 1.0), (0.2, 0.5)])
-def test_residuals_vanish_for_soft_optimal_chain(tau, gamma, rollout, start_windows):
+def test_residuals_vanish_for_soft_optimal_chain(tau, gamma, n_steps, start_windows):
     """
     A 3-step chain s0 -> s1 -> s2 -> terminal, 3 actions per state with different rewards. With the soft-optimal
     values V*(s) = tau logsumexp((r(s, a) + gamma V*(s')) / tau) and policy pi*(a|s) = exp((r + gamma V*(s') - V*(s)) / tau),
@@ -627,7 +627,7 @@ def test_residuals_vanish_for_soft_optimal_chain(tau, gamma, rollout, start_wind
     final = np.array([soft_v[length] for length in lengths])
     assert final[0] == 0.0
     out = C.path_consistency(
-        t64(r), t64(lp), t64(v), t64(final), t64(mask), gamma, rollout, ent_coef=tau, start_windows=start_windows
+        t64(r), t64(lp), t64(v), t64(final), t64(mask), gamma, n_steps, ent_coef=tau, start_windows=start_windows
     )
     assert_close(out.residual, np.zeros(out.residual.shape))
 
@@ -637,7 +637,7 @@ def test_non_finite_padding_does_not_leak_into_valid_outputs():
     rewards = t64([[1.0, 1.0], [2.0, 2.0], [math.nan, 3.0], [math.nan, 4.0]])
     log_probs = t64([[-0.5, -0.5], [-0.7, -0.7], [math.nan, -0.2], [math.inf, -0.1]])
     values = t64([[3.0, 3.0], [2.0, 2.0], [math.inf, 1.0], [-math.inf, 0.5]])
-    out = C.path_consistency(rewards, log_probs, values, t64([1.0, 0.0]), mask, gamma=0.9, rollout=3, ent_coef=0.1)
+    out = C.path_consistency(rewards, log_probs, values, t64([1.0, 0.0]), mask, gamma=0.9, n_steps=3, ent_coef=0.1)
     assert th.isfinite(out.residual).all() and th.isfinite(out.bootstrap).all()
     clean = C.path_consistency(
         th.nan_to_num(rewards * mask),
@@ -646,7 +646,7 @@ def test_non_finite_padding_does_not_leak_into_valid_outputs():
         t64([1.0, 0.0]),
         mask,
         gamma=0.9,
-        rollout=3,
+        n_steps=3,
         ent_coef=0.1,
     )
     assert_close(out.residual, clean.residual)

@@ -100,7 +100,7 @@ def broken_internal_links(page: Path, dom: str) -> list[str]:
     [
         ("docs/index.html", ["Path-consistency learning", "API reference", "Exporting models"], set()),
         # the class and its methods, with the parameters from the docstring
-        ("docs/api/pcl.html", ["Parameters", "rollout", "learning_rate"], {"sb3_pcl.PCL", "sb3_pcl.PCL.add_demonstrations"}),
+        ("docs/api/pcl.html", ["Parameters", "n_steps", "learning_rate"], {"sb3_pcl.PCL", "sb3_pcl.PCL.add_demonstrations"}),
     ],
 )
 def test_pages_render_with_working_internal_links(page, expected, ids, tmp_path):

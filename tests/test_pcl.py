@@ -131,7 +131,7 @@ def stored_observations(model: PCL) -> np.ndarray:
 
 
 def test_save_load_round_trip(tmp_path):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=0.9, ent_coef=0.05, **{**FAST, "rollout": 3})
+    model = PCL("MlpPolicy", "CartPole-v1", seed=0, target_network_lag=0.9, ent_coef=0.05, **{**FAST, "n_steps": 3})
     model.learn(300)
     assert model._n_updates > 0
     obs = np.stack([model.observation_space.sample() for _ in range(20)])
@@ -144,7 +144,7 @@ def test_save_load_round_trip(tmp_path):
         assert th.equal(loaded.policy_target.state_dict()[name], value), name
     # the target network is really distinct from the online one (so the check above is not trivial)
     assert any(not th.equal(value, model.policy.state_dict()[name]) for name, value in params_of(model.policy_target).items())
-    assert (loaded.rollout, loaded.ent_coef, loaded.target_network_lag) == (3, 0.05, 0.9)
+    assert (loaded.n_steps, loaded.ent_coef, loaded.target_network_lag) == (3, 0.05, 0.9)
     assert loaded.tau == pytest.approx(0.1)  # SB3's meaning: the polyak coefficient, 1 - target_network_lag
     assert loaded.policy_target is not loaded.policy
 
@@ -220,7 +220,7 @@ def test_box_actions_stored_unclipped_and_env_gets_clipped_actions():
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        ({"rollout": 0}, "rollout"),
+        ({"n_steps": 0}, "n_steps"),
         ({"gamma": 1.5}, "gamma"),
         ({"gamma": -0.1}, "gamma"),
         ({"ent_coef": -1.0}, "ent_coef"),
@@ -877,3 +877,14 @@ def test_learn_says_when_learning_starts_is_not_below_the_budget(capsys: pytest.
     quiet = PCL("MlpPolicy", "CartPole-v1", learning_starts=200, seed=0)
     quiet.learn(100)
     assert "learning_starts" not in capsys.readouterr().out
+
+
+def test_rollout_is_the_deprecated_name_of_n_steps(tmp_path):
+    with pytest.warns(DeprecationWarning, match="n_steps"):
+        model = PCL("MlpPolicy", "CartPole-v1", rollout=3, seed=0, **{k: v for k, v in FAST.items() if k != "n_steps"})
+    assert model.n_steps == 3 and not hasattr(model, "rollout")
+    # a model saved before the rename records rollout: it loads as n_steps
+    model.__dict__["rollout"] = model.__dict__.pop("n_steps")
+    model.save(tmp_path / "old")
+    loaded = PCL.load(tmp_path / "old")
+    assert loaded.n_steps == 3 and "rollout" not in loaded.__dict__

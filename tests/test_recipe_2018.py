@@ -22,7 +22,7 @@ from sb3_pcl.common.hyperparams import load_hyperparams
 from sb3_pcl.pcl.policies import MlpPolicy
 from sb3_pcl.trust_pcl.lambda_search import MIN_EPISODES
 
-FAST = {"learning_starts": 20, "batch_size": 4, "train_freq": 8, "buffer_size": 2_000, "max_segment_length": 8, "rollout": 2}
+FAST = {"learning_starts": 20, "batch_size": 4, "train_freq": 8, "buffer_size": 2_000, "max_segment_length": 8, "n_steps": 2}
 MUJOCO_TASKS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5")
 
 
@@ -239,7 +239,7 @@ def test_the_2018_entry_follows_the_authors_command():
     kwargs = entry.kwargs
     # the README command's flags, as docs/trust_pcl.md maps them
     expected = {
-        "rollout": 1, "vf_coef": 1.0, "value_fit": "joint", "gamma": 0.995, "max_grad_norm": 40.0, "learning_rate": 1e-4,
+        "n_steps": 1, "vf_coef": 1.0, "value_fit": "joint", "gamma": 0.995, "max_grad_norm": 40.0, "learning_rate": 1e-4,
         "buffer_size": 50_000, "batch_size": 64, "min_batch_transitions": 640, "train_freq": 10, "gradient_steps": 1,
         "max_segment_length": 10, "max_divergence": 0.001, "target_network_lag": 0.99, "sample_from": "online",
         "clip_adv": 1.0, "use_online_batch": False, "use_target_values": True, "lambda_smoothing": 0.99,

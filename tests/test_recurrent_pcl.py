@@ -320,7 +320,7 @@ def test_pcl_lstm_learns_a_memory_task() -> None:
         learning_starts=200,
         batch_size=16,
         train_freq=2,
-        rollout=3,
+        n_steps=3,
         gamma=1.0,
         seed=0,
         policy_kwargs=LSTM,
@@ -336,7 +336,7 @@ def test_mlp_pcl_stays_at_the_memoryless_bound() -> None:
     """The same recipe with a feed-forward policy cannot beat 0.5 by much (the task does need memory)."""
     env = make_vec_env(CueRecallEnv, n_envs=4, seed=0)
     model = PCL(
-        "MlpPolicy", env, learning_rate=3e-3, learning_starts=200, batch_size=16, train_freq=2, rollout=3, gamma=1.0, seed=0
+        "MlpPolicy", env, learning_rate=3e-3, learning_starts=200, batch_size=16, train_freq=2, n_steps=3, gamma=1.0, seed=0
     )
     model.learn(3000)
     mean_return, _ = evaluate_policy(model, make_vec_env(CueRecallEnv, n_envs=1, seed=100), n_eval_episodes=200)
@@ -392,7 +392,7 @@ def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
                 final_values,
                 batch.mask,
                 gamma=model.gamma,
-                rollout=model.rollout,
+                n_steps=model.n_steps,
                 ent_coef=ent_coef,
                 target_log_probs=target_log_probs,
                 relative_entropy_coef=model.relative_entropy_coef,

@@ -169,7 +169,7 @@ def reference_inputs(model: TrustPCL, batch):
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 @pytest.mark.parametrize("use_target_values", [False, True])
 def test_relative_entropy_consistency_matches_naive_reference(env_id, use_target_values):
-    gamma, rollout, tau, lam = 0.9, 3, 0.05, 0.7
+    gamma, n_steps, tau, lam = 0.9, 3, 0.05, 0.7
     model = TrustPCL(
         "MlpPolicy",
         env_id,
@@ -179,7 +179,7 @@ def test_relative_entropy_consistency_matches_naive_reference(env_id, use_target
         max_divergence=None,
         relative_entropy_coef=lam,
         use_target_values=use_target_values,
-        **{**FAST, "rollout": rollout, "max_segment_length": 8, "learning_starts": 10_000},
+        **{**FAST, "n_steps": n_steps, "max_segment_length": 8, "learning_starts": 10_000},
     )
     model.learn(120)
     perturb(model.policy_target)  # a target really different from the online networks
@@ -189,11 +189,11 @@ def test_relative_entropy_consistency_matches_naive_reference(env_id, use_target
         assert batch.terminated.sum() < len(batch.terminated)
     ref_in, (values, log_prob, final_values) = reference_inputs(model, batch)
     consistency = model._consistency(batch, values, log_prob, final_values, tau)
-    ref = ref_consistency(ref_in, gamma, rollout, tau, lam, start_windows=True)
+    ref = ref_consistency(ref_in, gamma, n_steps, tau, lam, start_windows=True)
     np.testing.assert_allclose(consistency.residual.detach().numpy(), ref["residual"], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(consistency.bootstrap.detach().numpy(), ref["bootstrap"], rtol=1e-4, atol=1e-4)
     # lambda really enters: without the relative-entropy term the residual differs
-    plain = ref_consistency(ref_in, gamma, rollout, tau, 0.0, start_windows=True)
+    plain = ref_consistency(ref_in, gamma, n_steps, tau, 0.0, start_windows=True)
     assert not np.allclose(plain["residual"], ref["residual"], atol=1e-3)
 
 
@@ -464,17 +464,20 @@ def test_gsde_with_the_relative_entropy_term(squash):
     assert th.isfinite(online).all()
 
 
-def test_trust_pcl_declares_only_what_it_adds_and_forwards_the_rest():
-    declared = set(inspect.signature(TrustPCL.__init__).parameters)
+def test_trust_pcl_repeats_pcl_s_signature_and_forwards_every_argument():
+    """As DDPG repeats TD3's: every PCL argument is in TrustPCL's own signature (help(), IDEs, a typo's message)."""
+    pcl = inspect.signature(PCL.__init__).parameters
+    trust = inspect.signature(TrustPCL.__init__).parameters
     own = {"max_divergence", "lambda_smoothing", "lambda_window", "lambda_fallback"}
     changed_defaults = {"ent_coef", "target_network_lag"}
-    assert declared == {"self", "policy", "env", "kwargs"} | own | changed_defaults
-    pcl_defaults = {name: p.default for name, p in inspect.signature(PCL.__init__).parameters.items()}
-    trust_defaults = {name: p.default for name, p in inspect.signature(TrustPCL.__init__).parameters.items()}
-    assert all(trust_defaults[name] != pcl_defaults[name] for name in changed_defaults)
+    assert set(trust) == set(pcl) | own and not any(p.kind is p.VAR_KEYWORD for p in trust.values())
+    assert {name for name in pcl if trust[name].default != pcl[name].default} == changed_defaults
+    assert all(trust[name].annotation == pcl[name].annotation for name in pcl)
+    with pytest.raises(TypeError, match="TrustPCL.__init__"):
+        TrustPCL("MlpPolicy", "CartPole-v1", max_divergense=0.01)
     # every other PCL argument reaches the model unchanged
     forwarded = {
-        "rollout": 3,
+        "n_steps": 3,
         "vf_coef": 0.7,
         "value_fit": "grad",
         "value_fit_kwargs": {"mix": 0.5},
@@ -568,7 +571,7 @@ def test_save_load_keeps_lambda(tmp_path):
         ({"lambda_window": 0}, "lambda_window"),
         ({"lambda_window": 2.5}, "lambda_window"),
         ({"relative_entropy_coef": -1.0}, "relative_entropy_coef"),
-        ({"rollout": 0}, "rollout"),
+        ({"n_steps": 0}, "n_steps"),
     ],
 )
 def test_invalid_hyperparameters(kwargs, name):

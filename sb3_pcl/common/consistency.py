@@ -11,8 +11,8 @@ length of path ``b`` is ``L_b = mask[:, b].sum()``.
 *terminated*); when the path was cut (time-limit truncation, end of a replay segment, or an
 episode still running) it is the critic's estimate, so the consistency bootstraps from it.
 
-Notation (see ``docs/pcl.md``): rollout ``d``, discount ``gamma``, entropy ``tau`` (the argument ``ent_coef``),
-relative-entropy ``lambda`` (Trust-PCL). For ``t < L``,
+Notation (see ``docs/pcl.md``): window ``d`` (the argument ``n_steps``, the original code's ``rollout``), discount
+``gamma``, entropy ``tau`` (the argument ``ent_coef``), relative-entropy ``lambda`` (Trust-PCL). For ``t < L``,
 
 ``C(t) = -V(s_t) + gamma^k V(s_{t+k}) + sum_{i<k} gamma^i [r_{t+i} - tau log pi_{t+i}
 - lambda (log pi_{t+i} - log pi'_{t+i})]``  with ``k = min(d, L - t)``.
@@ -41,28 +41,28 @@ def discount_powers(n: int, gamma: float, like: th.Tensor) -> th.Tensor:
     return gamma ** th.arange(n, dtype=like.dtype, device=like.device)
 
 
-def discounted_window_sum(x: th.Tensor, mask: th.Tensor, gamma: float, rollout: int) -> th.Tensor:
+def discounted_window_sum(x: th.Tensor, mask: th.Tensor, gamma: float, n_steps: int) -> th.Tensor:
     """
-    Discounted sum over the next ``rollout`` valid steps: ``S[t] = sum_{i<d} gamma^i x[t+i] mask[t+i]``.
+    Discounted sum over the next ``n_steps`` valid steps: ``S[t] = sum_{i<d} gamma^i x[t+i] mask[t+i]``.
 
     Steps past the end of the batch (or on padding) contribute nothing. Differentiable in ``x``.
 
     :param x: time-major tensor ``(T, B)``, or ``(T, B, K)``: ``K`` series summed side by side
     :param mask: ``(T, B)`` (``(T, B, 1)`` with ``(T, B, K)`` series), 1 on valid steps, 0 on padding
     :param gamma: discount factor
-    :param rollout: window length ``d >= 1``
+    :param n_steps: window length ``d >= 1``
     :return: window sums shaped as ``x`` (zero on padding)
     """
-    if rollout < 1:
-        raise ValueError(f"rollout must be >= 1, got {rollout}")
-    n_steps = x.shape[0]
+    if n_steps < 1:
+        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+    horizon = x.shape[0]
     xm = masked(x, mask)
-    # Pad rollout-1 zeros at the end, then build the d shifted views and weight them.
-    padded = th.cat([xm, xm.new_zeros((rollout - 1, *xm.shape[1:]))], dim=0)
-    weights = discount_powers(rollout, gamma, x)
+    # Pad n_steps-1 zeros at the end, then build the d shifted views and weight them.
+    padded = th.cat([xm, xm.new_zeros((n_steps - 1, *xm.shape[1:]))], dim=0)
+    weights = discount_powers(n_steps, gamma, x)
     total = th.zeros_like(xm)
-    for i in range(rollout):
-        total = total + weights[i] * padded[i : i + n_steps]
+    for i in range(n_steps):
+        total = total + weights[i] * padded[i : i + horizon]
     return total * mask
 
 
@@ -87,7 +87,7 @@ def path_lengths(mask: th.Tensor) -> th.Tensor:
     return mask.sum(dim=0).round().long()
 
 
-def bootstrap_values(values: th.Tensor, final_values: th.Tensor, mask: th.Tensor, gamma: float, rollout: int) -> th.Tensor:
+def bootstrap_values(values: th.Tensor, final_values: th.Tensor, mask: th.Tensor, gamma: float, n_steps: int) -> th.Tensor:
     """
     The discounted value at the far end of each window: ``gamma^k V(s_{t+k})`` with ``k = min(d, L - t)``.
 
@@ -98,19 +98,19 @@ def bootstrap_values(values: th.Tensor, final_values: th.Tensor, mask: th.Tensor
     :param final_values: ``(B,)`` value of the state after the last valid step
     :param mask: ``(T, B)`` prefix mask
     :param gamma: discount factor
-    :param rollout: window length ``d``
+    :param n_steps: window length ``d``
     :return: ``(T, B)`` bootstrap terms (zero on padding)
     """
-    n_steps = values.shape[0]
+    horizon = values.shape[0]
     lengths = path_lengths(mask)  # (B,)
-    t_index = th.arange(n_steps, device=values.device).unsqueeze(1)  # (T, 1)
-    end = th.minimum(t_index + rollout, lengths.unsqueeze(0))  # (T, B), index of the far state
+    t_index = th.arange(horizon, device=values.device).unsqueeze(1)  # (T, 1)
+    end = th.minimum(t_index + n_steps, lengths.unsqueeze(0))  # (T, B), index of the far state
     end = th.maximum(end, t_index)  # padding rows: keep a harmless index
     # values extended by the final value at index L_b (write it in row T, gather row L_b).
     extended = th.cat([masked(values, mask), values.new_zeros((1, values.shape[1]))], dim=0)
     rows = th.arange(values.shape[1], device=values.device)
     extended = extended.index_put((lengths, rows), final_values, accumulate=False)
-    far_value = th.gather(extended, 0, end.clamp(max=n_steps))
+    far_value = th.gather(extended, 0, end.clamp(max=horizon))
     distance = (end - t_index).to(values.dtype)
     return masked((gamma**distance) * far_value, mask)
 
@@ -132,7 +132,7 @@ def prepend_start_windows(
     values: th.Tensor,
     mask: th.Tensor,
     gamma: float,
-    rollout: int,
+    n_steps: int,
 ) -> StartWindows:
     """
     Add the ``d - 1`` extra windows that start at ``s_0`` (the original PCL code's behaviour).
@@ -148,10 +148,10 @@ def prepend_start_windows(
     :param values: ``(T, B)`` ``V(s_t)``
     :param mask: ``(T, B)`` prefix mask
     :param gamma: discount factor
-    :param rollout: window length ``d``
+    :param n_steps: window length ``d``
     :return: the five tensors with ``T + d - 1`` rows
     """
-    extra = rollout - 1
+    extra = n_steps - 1
     if extra == 0:
         return StartWindows(rewards, log_probs, relative_log_probs, values, mask)
     n_paths = rewards.shape[1]
@@ -191,7 +191,7 @@ def path_consistency(
     final_values: th.Tensor,
     mask: th.Tensor,
     gamma: float,
-    rollout: int,
+    n_steps: int,
     ent_coef: float = 0.0,
     target_log_probs: th.Tensor | None = None,
     relative_entropy_coef: float = 0.0,
@@ -207,7 +207,7 @@ def path_consistency(
     :param final_values: ``(B,)`` ``V(s_L)``, zero for terminated paths
     :param mask: ``(T, B)`` prefix mask of valid steps
     :param gamma: discount factor
-    :param rollout: window length ``d``
+    :param n_steps: window length ``d``
     :param ent_coef: entropy regularisation coefficient (the paper's ``tau``)
     :param target_log_probs: ``(T, B)`` log-probabilities of the (lagged) target policy;
         needed when ``relative_entropy_coef > 0``; treated as constants
@@ -226,22 +226,22 @@ def path_consistency(
         relative = log_probs - target_log_probs.detach()
     if start_windows:
         rewards, log_probs, relative, values, mask = prepend_start_windows(
-            rewards, log_probs, relative, values, mask, gamma, rollout
+            rewards, log_probs, relative, values, mask, gamma, n_steps
         )
         if far_values is not None:
             # The virtual start rows are never the far end of a window (the far end of every
             # window is a real step >= 1): their content only keeps the rows aligned.
-            far_values = th.cat([values[: rollout - 1], far_values], dim=0)
+            far_values = th.cat([values[: n_steps - 1], far_values], dim=0)
     # the window sums of rewards, log pi (and log pi - log pi') side by side in one call: the same arithmetic per element
     summed = [rewards, log_probs, relative] if relative_entropy_coef != 0.0 else [rewards, log_probs]
-    window_sums = discounted_window_sum(th.stack(summed, dim=-1), mask.unsqueeze(-1), gamma, rollout).unbind(-1)
+    window_sums = discounted_window_sum(th.stack(summed, dim=-1), mask.unsqueeze(-1), gamma, n_steps).unbind(-1)
     window_rewards, window_log_probs = window_sums[0], window_sums[1]
-    bootstrap = bootstrap_values(values if far_values is None else far_values, final_values, mask, gamma, rollout)
+    bootstrap = bootstrap_values(values if far_values is None else far_values, final_values, mask, gamma, n_steps)
     values = masked(values, mask)
     residual = -values + bootstrap + window_rewards - ent_coef * window_log_probs
     if relative_entropy_coef != 0.0:
         residual = residual - relative_entropy_coef * window_sums[2]
-    offset = rollout - 1 if start_windows else 0
+    offset = n_steps - 1 if start_windows else 0
     return Consistency(masked(residual, mask), window_log_probs, values, bootstrap, mask, offset)
 
 

@@ -25,7 +25,7 @@ def check_hyperparameters(model: Any) -> None:
     def none_or_positive(name: str, value: Any) -> None:
         check(value is None or (is_real(value) and value > 0), name, value, "None or a finite float > 0")
 
-    check(is_int(model.rollout) and model.rollout >= 1, "rollout", model.rollout, "an integer >= 1")
+    check(is_int(model.n_steps) and model.n_steps >= 1, "n_steps", model.n_steps, "an integer >= 1")
     check(is_real(model.gamma) and 0.0 <= model.gamma <= 1.0, "gamma", model.gamma, "in [0, 1]")
     # >= 0: rl-zoo3's enjoy loads models with a learning rate of 0
     lr_ok = callable(model.learning_rate) or (is_real(model.learning_rate) and model.learning_rate >= 0)

@@ -3,6 +3,7 @@
 import copy
 import io
 import pathlib
+import warnings
 from collections.abc import Iterator
 from typing import Any, ClassVar, TypeVar
 
@@ -100,7 +101,8 @@ class PCL(OffPolicyAlgorithm):
     :param learning_starts: env steps before learning starts, acted by uniformly random actions (or by the policy, with
         ``use_policy_at_warmup``)
     :param batch_size: number of path segments per replay batch
-    :param rollout: consistency window length ``d``
+    :param n_steps: length ``d`` of the consistency windows, the ``d``-step paths whose consistency is learned (SB3's
+        word for a ``d``-step return, as in SAC's ``n_steps``; the original code's ``rollout``)
     :param gamma: discount factor
     :param ent_coef: entropy regularisation coefficient (the paper's ``tau``), a float or a schedule of the remaining
         progress, callable or string (``"lin_0.1"``, ``"lin_0.1_0.01"``, ``"exp_0.1_0.001"``:
@@ -156,6 +158,7 @@ class PCL(OffPolicyAlgorithm):
     :param seed: seed for the pseudo random generators
     :param device: PyTorch device
     :param _init_setup_model: whether or not to build the network at the creation of the instance
+    :param rollout: deprecated name of ``n_steps`` (a ``DeprecationWarning``; removed in the next release)
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -183,7 +186,7 @@ class PCL(OffPolicyAlgorithm):
         buffer_size: int = 20_000,
         learning_starts: int = 1_000,
         batch_size: int = 32,
-        rollout: int = 10,
+        n_steps: int = 10,
         gamma: float = 0.99,
         ent_coef: float | Schedule | str = 0.01,
         train_freq: int | tuple[int, str] = 32,
@@ -217,6 +220,7 @@ class PCL(OffPolicyAlgorithm):
         seed: int | None = None,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
+        rollout: int | None = None,
     ):
         if action_noise is not None:
             raise ValueError(
@@ -252,7 +256,12 @@ class PCL(OffPolicyAlgorithm):
             supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
         self.ent_coef = parse_schedule("ent_coef", ent_coef)
-        self.rollout = rollout
+        if rollout is not None:
+            warnings.warn(
+                "PCL's rollout is now called n_steps: pass n_steps (rollout goes in the next release)", DeprecationWarning, 2
+            )
+            n_steps = rollout
+        self.n_steps = n_steps
         self.max_segment_length = max_segment_length
         self.vf_coef = vf_coef
         self.clip_adv = clip_adv
@@ -305,6 +314,8 @@ class PCL(OffPolicyAlgorithm):
         }
 
     def _setup_model(self) -> None:
+        if "rollout" in self.__dict__:  # a model saved before 0.3 (SB3's load restores its attributes first)
+            self.n_steps = self.__dict__.pop("rollout")
         check_saved_by(self)
         check_policy_class(type(self).__name__, self.policy_class, self.policy_aliases)
         check_policy_observation_space(type(self).__name__, self.policy_class, self.observation_space)
@@ -617,7 +628,7 @@ class PCL(OffPolicyAlgorithm):
             final_values,
             batch.mask,
             gamma=self.gamma,
-            rollout=self.rollout,
+            n_steps=self.n_steps,
             ent_coef=ent_coef,
             target_log_probs=target_log_prob,
             relative_entropy_coef=self.relative_entropy_coef,

@@ -5,12 +5,14 @@ from collections import deque
 from typing import Any, TypeVar
 
 import numpy as np
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecMonitor, is_vecenv_wrapped
 
+from sb3_pcl.common.path_buffer import PathReplayBuffer
 from sb3_pcl.common.validation import check, is_int, is_real
 from sb3_pcl.pcl.pcl import PCL
 from sb3_pcl.trust_pcl.lambda_search import LAMBDA_HIGH, LAMBDA_LOW, MIN_EPISODES, find_relative_entropy_coef
@@ -62,21 +64,58 @@ class TrustPCL(PCL):
         iteration like a bisection result (the original code's search returned 500, the middle of its interval
         ``[0, 1000]``, so ``lambda`` drifted toward 500 from the first iteration); ``None``: ``lambda`` keeps its
         current value (``relative_entropy_coef``) until the first estimate
-    :param kwargs: every other argument of :class:`~sb3_pcl.PCL` (``relative_entropy_coef`` is the initial
-        ``lambda`` when ``max_divergence`` is set, else its fixed value)
+    :param relative_entropy_coef: the initial ``lambda`` when ``max_divergence`` is set, else its fixed value
+
+    The other parameters are :class:`~sb3_pcl.PCL`'s, with its defaults.
     """
 
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
+        learning_rate: float | Schedule = 3e-3,
+        buffer_size: int = 20_000,
+        learning_starts: int = 1_000,
+        batch_size: int = 32,
+        n_steps: int = 10,
+        gamma: float = 0.99,
         ent_coef: float | Schedule | str = 0.0,
+        train_freq: int | tuple[int, str] = 32,
+        gradient_steps: int = 1,
+        max_segment_length: int | None = 32,
+        vf_coef: float = 0.5,
+        clip_adv: float | None = None,
+        max_grad_norm: float | None = 10.0,
         target_network_lag: float = 0.99,
+        sample_from: str = "online",
+        use_online_batch: bool = False,
+        value_fit: str = "joint",
+        value_fit_kwargs: dict[str, Any] | None = None,
+        policy_step: str = "gradient",
+        policy_step_kwargs: dict[str, Any] | None = None,
+        relative_entropy_coef: float = 0.0,
         max_divergence: float | None = 0.001,
         lambda_smoothing: float = 0.95,
         lambda_window: int = 100,
         lambda_fallback: float | None = None,
-        **kwargs: Any,
+        start_windows: bool = True,
+        use_target_values: bool = False,
+        clip_actions: bool = True,
+        use_policy_at_warmup: bool = False,
+        min_batch_transitions: int | None = None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        action_noise: None = None,
+        replay_buffer_class: type[PathReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+        rollout: int | None = None,
     ):
         # Set before PCL's constructor, which validates every hyperparameter (ours included).
         self.max_divergence = max_divergence
@@ -88,7 +127,49 @@ class TrustPCL(PCL):
         #: (return, length) of the last ``lambda_window`` episodes, in the order they ended
         self._lambda_episodes: deque[tuple[float, float]] = deque()
         self._lambda_warned = False
-        super().__init__(policy, env, ent_coef=ent_coef, target_network_lag=target_network_lag, **kwargs)
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            n_steps=n_steps,
+            gamma=gamma,
+            ent_coef=ent_coef,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            max_segment_length=max_segment_length,
+            vf_coef=vf_coef,
+            clip_adv=clip_adv,
+            max_grad_norm=max_grad_norm,
+            target_network_lag=target_network_lag,
+            sample_from=sample_from,
+            use_online_batch=use_online_batch,
+            value_fit=value_fit,
+            value_fit_kwargs=value_fit_kwargs,
+            policy_step=policy_step,
+            policy_step_kwargs=policy_step_kwargs,
+            relative_entropy_coef=relative_entropy_coef,
+            start_windows=start_windows,
+            use_target_values=use_target_values,
+            clip_actions=clip_actions,
+            use_policy_at_warmup=use_policy_at_warmup,
+            min_batch_transitions=min_batch_transitions,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=_init_setup_model,
+            rollout=rollout,
+        )
 
     def _setup_model(self) -> None:
         super()._setup_model()

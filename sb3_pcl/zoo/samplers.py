@@ -59,7 +59,7 @@ def sample_pcl_params(trial: optuna.Trial, n_actions: int, n_envs: int, addition
     params = {
         "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-2, log=True),
         "batch_size": trial.suggest_categorical("batch_size", [8, 16, 32, 64, 128]),
-        "rollout": trial.suggest_categorical("rollout", [1, 2, 5, 10, 20, 50]),
+        "n_steps": trial.suggest_categorical("n_steps", [1, 2, 5, 10, 20, 50]),
         "gamma": trial.suggest_categorical("gamma", [0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0]),
         "ent_coef": trial.suggest_float("ent_coef", 1e-5, 1.0, log=True),
         "train_freq": trial.suggest_categorical("train_freq", [1, 4, 8, 16, 32, 64]),
@@ -79,8 +79,8 @@ def sample_trust_pcl_params(
     """
     Sample Trust-PCL hyperparameters.
 
-    The ranges cover both published recipes (2017: rollout 10, lr 2e-3, target lag 0.99, segments of
-    100 steps, 25 per batch; 2018: rollout 1, lr 1e-4, segments of 10 steps, 64 per batch, target
+    The ranges cover both published recipes (2017: n_steps 10, lr 2e-3, target lag 0.99, segments of
+    100 steps, 25 per batch; 2018: n_steps 1, lr 1e-4, segments of 10 steps, 64 per batch, target
     values, lambda smoothing 0.99) and the trust-region sizes of the Trust-PCL paper.
 
     :param trial: the Optuna trial
@@ -92,7 +92,7 @@ def sample_trust_pcl_params(
     params = {
         "learning_rate": trial.suggest_float("learning_rate", 1e-5, 1e-2, log=True),
         "batch_size": trial.suggest_categorical("batch_size", [16, 25, 32, 64, 128]),
-        "rollout": trial.suggest_categorical("rollout", [1, 5, 10]),
+        "n_steps": trial.suggest_categorical("n_steps", [1, 5, 10]),
         "gamma": trial.suggest_categorical("gamma", [0.9, 0.95, 0.98, 0.99, 0.995, 0.999]),
         "ent_coef": trial.suggest_categorical("ent_coef", [0.0, 1e-4, 1e-3, 1e-2]),
         "max_divergence": trial.suggest_categorical("max_divergence", [0.0005, 0.001, 0.002, 0.005]),
