@@ -473,7 +473,7 @@ def test_trust_pcl_repeats_pcl_s_signature_and_forwards_every_argument():
     assert set(trust) == set(pcl) | own and not any(p.kind is p.VAR_KEYWORD for p in trust.values())
     assert {name for name in pcl if trust[name].default != pcl[name].default} == changed_defaults
     assert all(trust[name].annotation == pcl[name].annotation for name in pcl)
-    with pytest.raises(TypeError, match="TrustPCL.__init__"):
+    with pytest.raises(TypeError, match=r"TrustPCL\.__init__"):
         TrustPCL("MlpPolicy", "CartPole-v1", max_divergense=0.01)
     # every other PCL argument reaches the model unchanged
     forwarded = {
