@@ -1,7 +1,7 @@
 # Developer shortcuts; CI runs .ci/run.
 PYTHON ?= python
 
-.PHONY: install pytest pytest-slow check-repo lint format type check docs benchmark benchmark-classic
+.PHONY: install pytest pytest-slow check-repo check-experiments lint format type check docs benchmark benchmark-classic
 
 install:
 	pip install torch==2.13.0
@@ -17,6 +17,10 @@ pytest-slow:
 # regenerable, every shipped entry backed by a results table), README / CI / pyproject agreeing
 check-repo:
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m repo
+
+# The experiment commands of benchmarks/experiments/ (speed, diagnose, demonstrations, buffer_memory) on tiny budgets
+check-experiments:
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m experiments
 
 lint:
 	ruff check .

@@ -1,4 +1,4 @@
-"""benchmarks/buffer_memory.py: the replay memory benchmark's runs and report (tiny buffers; no timing is asserted)."""
+"""benchmarks/experiments/buffer_memory.py: the replay memory benchmark's runs and report (tiny buffers, no timings)."""
 
 import json
 from pathlib import Path
@@ -7,7 +7,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from benchmarks import buffer_memory
+from benchmarks.experiments import buffer_memory
+
+pytestmark = pytest.mark.experiments
 
 
 @pytest.mark.parametrize("scenario", buffer_memory.SCENARIOS)
@@ -46,7 +48,9 @@ def test_report_rows_and_baseline(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert [(run["scenario"], run["buffer_size"]) for run in raw["runs"]] == [
         ("episodes", 10), ("episodes", 1000), ("never", 10), ("never", 1000)
     ]  # fmt: skip
-    assert raw["episode_length"] == 7 and raw["command"].startswith("python -m benchmarks.buffer_memory --sizes 10 1000")
+    assert raw["episode_length"] == 7 and raw["command"].startswith(
+        "python -m benchmarks.experiments.buffer_memory --sizes 10 1000"
+    )
     text = (tmp_path / "results.md").read_text()
     assert text.endswith("\n\n![RSS and adds/s](buffer_memory.png)\n")
     lines = text.splitlines()

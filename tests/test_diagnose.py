@@ -1,4 +1,4 @@
-"""benchmarks/diagnose.py: per-episode reward components and logged statistics of one training run (issue #35)."""
+"""benchmarks/experiments/diagnose.py: per-episode reward components and logged statistics of one training run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ pytest.importorskip("rl_zoo3")
 pytest.importorskip("mujoco")
 pytest.importorskip("matplotlib")
 
-from benchmarks import diagnose
+from benchmarks.experiments import diagnose
+
+pytestmark = pytest.mark.experiments
 
 
 def test_block_summary_matches_a_loop() -> None:

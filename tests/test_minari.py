@@ -325,9 +325,10 @@ def test_without_minari_the_error_names_the_extra(cartpole_dataset, datasets_pat
         save_minari_dataset([{}], "tests/x-v0", "CartPole-v1")
 
 
+@pytest.mark.experiments
 def test_benchmark_script_writes_its_report(tmp_path):
     pytest.importorskip("matplotlib")
-    from benchmarks import demonstrations
+    from benchmarks.experiments import demonstrations
 
     out = tmp_path / "report"
     tiny = "--seeds 0 --steps 200 --eval-freq 100 --eval-episodes 1 --teacher-steps 200 --n-demos 1 --out"

@@ -1,4 +1,4 @@
-"""benchmarks/speed.py: the throughput benchmark's timers and report (tiny budgets; no timing is asserted)."""
+"""benchmarks/experiments/speed.py: the throughput benchmark's timers and report (tiny budgets; no timing is asserted)."""
 
 import json
 import time
@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import speed
+from benchmarks.experiments import speed
+
+pytestmark = pytest.mark.experiments
 
 
 def test_part_timer_counts_each_call_to_its_own_part_only() -> None:

@@ -6,8 +6,9 @@ deterministic episodes, written as a local Minari dataset. Then, per seed, a fre
 budget, once without demonstrations and once with that dataset (``add_demonstrations``). Each learner is evaluated at
 step 0 and every ``--eval-freq`` steps on ``--eval-episodes`` deterministic episodes of an env seeded ``seed + 1000``.
 
-    nice -n 10 python -m benchmarks.demonstrations                 # the committed run (about 10 CPU minutes)
-    python -m benchmarks.demonstrations --seeds 0 --steps 2000 --eval-freq 1000 --teacher-steps 2000 --out /tmp/demo
+    nice -n 10 python -m benchmarks.experiments.demonstrations         # the committed run (about 10 CPU minutes)
+    python -m benchmarks.experiments.demonstrations --seeds 0 --steps 2000 --eval-freq 1000 --teacher-steps 2000 \
+        --out /tmp/demo
 
 Needs ``pip install -e ".[minari,bench]"``. Writes ``results.md``, ``evaluations.csv`` and ``demonstrations.png`` to
 ``--out``; the dataset goes to a temporary folder (``--dataset-dir`` keeps it). Each process uses one torch thread.
@@ -32,7 +33,7 @@ import pandas as pd
 
 from benchmarks.reporting import saved_figure
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "demonstrations"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "demonstrations"
 ENV_ID, THRESHOLD = "CartPole-v1", 475.0
 DATASET_ID = "sb3_pcl/cartpole-pcl-teacher-v0"
 #: learner conditions: no demonstrations, the teacher's Minari dataset
@@ -211,7 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.eval_freq < 1 or args.steps % args.eval_freq:
         parser.error("--steps must be a multiple of --eval-freq")
-    args.command = shlex.join(["python", "-m", "benchmarks.demonstrations", *(sys.argv[1:] if argv is None else argv)])
+    args.command = shlex.join(
+        ["python", "-m", "benchmarks.experiments.demonstrations", *(sys.argv[1:] if argv is None else argv)]
+    )
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     start = time.time()
     with tempfile.TemporaryDirectory() as temporary:

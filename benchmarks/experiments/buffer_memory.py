@@ -7,8 +7,8 @@ process's resident memory (RSS) and timing the adds per CPU second. Scenarios: `
 steps), ``one_step`` (the most evictions), ``never`` (one episode longer than the buffer) and ``sb3`` (SB3's
 ``ReplayBuffer``, the reference cost). The RSS must stay flat once full, and the adds/s must not fall with the size.
 
-    python -m benchmarks.buffer_memory                       # the default run (under 2 minutes on 2 cores)
-    python -m benchmarks.buffer_memory --sizes 10000 100000 --scenarios never one_step --multiple 5
+    python -m benchmarks.experiments.buffer_memory                       # the default run (under 2 minutes on 2 cores)
+    python -m benchmarks.experiments.buffer_memory --sizes 10000 100000 --scenarios never one_step --multiple 5
 
 Writes ``results.md`` and ``buffer_memory.png`` to ``--out``; ``--json FILE`` also saves the raw numbers, and
 ``--baseline FILE`` reports such a file (e.g. from an older commit) alongside, as a second table and dashed lines.
@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmarks.reporting import markdown_table, saved_figure
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO_ROOT / "benchmarks" / "results" / "replay"
 SCENARIOS = ("episodes", "never", "one_step", "sb3")
 OBS_DIM = 4
@@ -102,7 +102,7 @@ def run_one(scenario: str, size: int, multiple: int, episode_length: int) -> dic
 def run_in_subprocess(scenario: str, size: int, multiple: int, episode_length: int) -> dict[str, Any]:
     """:return: :func:`run_one` in a fresh Python process (its memory is the run's own), importing this checkout"""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "benchmarks.buffer_memory", "--worker", scenario, str(size), str(multiple)]
+    command = [sys.executable, "-m", "benchmarks.experiments.buffer_memory", "--worker", scenario, str(size), str(multiple)]
     command += ["--episode-length", str(episode_length)]
     output = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True).stdout
     return json.loads(output.strip().splitlines()[-1])
@@ -227,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
 
     info = machine_info()
     result: dict[str, Any] = {
-        "command": shlex.join(["python", "-m", "benchmarks.buffer_memory", *(sys.argv[1:] if argv is None else argv)]),
+        "command": shlex.join(
+            ["python", "-m", "benchmarks.experiments.buffer_memory", *(sys.argv[1:] if argv is None else argv)]
+        ),
         "machine": f"{info['cpu']}, {info['cores']} cores, {info['platform']}, Python {info['python']}, "
         f"NumPy {info['numpy']}, git {info['git']}",
         "git": info["git"],

@@ -3,7 +3,8 @@ What limits an algorithm on a task: one training run of its rl-zoo3 entry (the h
 thread), with each training episode's reward split into the env's ``reward_*`` info components, next to the algorithm's
 logged statistics (``train/lambda``, ``train/entropy``, ...), both averaged over blocks of ``--block`` env steps.
 
-    python -m benchmarks.diagnose --algo trust_pcl --env Ant-v5 --steps 300000 --out benchmarks/results/mujoco/diagnosis/ant
+    python -m benchmarks.experiments.diagnose --algo trust_pcl --env Ant-v5 --steps 300000 \
+        --out benchmarks/results/mujoco/diagnosis/ant
 
 Writes ``episodes.csv``, ``progress.csv`` (SB3's CSV logger), ``diagnosis.md`` (the block table, a deterministic
 evaluation at the end, the command, machine and hyperparameters) and ``diagnosis.png`` to ``--out``. With
@@ -307,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument("--eval-every-block", action="store_true", help="also evaluate at the end of every block")
     args = parser.parse_args(argv)
-    command = shlex.join([Path(sys.executable).name, "-m", "benchmarks.diagnose", *(argv or sys.argv[1:])])
+    command = shlex.join([Path(sys.executable).name, "-m", "benchmarks.experiments.diagnose", *(argv or sys.argv[1:])])
     summary = diagnose(
         args.algo, args.env, args.steps, args.out, args.seed, args.block, args.hyperparams_dir, args.hyperparams,
         args.eval_episodes, command, args.entry, args.eval_every_block,

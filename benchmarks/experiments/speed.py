@@ -27,7 +27,7 @@ from typing import Any
 
 from benchmarks.reporting import markdown_table, saved_figure
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "speed"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "speed"
 #: the MuJoCo tasks of Trust-PCL's shipped entries
 MUJOCO_TASKS = ("HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Swimmer-v5")
 #: pseudo-algorithm of the env-limit configurations, and their number of envs
@@ -48,7 +48,7 @@ DEFAULT_CONFIGS = (
 #: env steps of one timed repetition (SAC and TD3 train on every step: fewer)
 STEPS, DEFAULT_STEPS = 5_000, {"sac": 1_000, "td3": 1_000}
 #: baselines whose v5 entries rl-zoo3 lacks: this folder holds their v4 entries under the v5 ids
-BASELINE_DIR_ALGOS, BASELINE_HYPERPARAMS_DIR = ("trpo",), Path(__file__).resolve().parent / "hyperparams"
+BASELINE_DIR_ALGOS, BASELINE_HYPERPARAMS_DIR = ("trpo",), Path(__file__).resolve().parents[1] / "hyperparams"
 PARTS = ("env", "acting", "collection", "sampling", "forward", "backward", "optimizer", "value_fit", "training", "other")
 #: the parts inside a training iteration (``train``): its time is their sum
 TRAINING_PARTS = ("sampling", "forward", "backward", "optimizer", "value_fit", "training")
@@ -511,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         info = machine_info()
         data.update(
             load=args.load,
-            command=shlex.join(["python", "-m", "benchmarks.speed", *(sys.argv[1:] if argv is None else argv)]),
+            command=shlex.join(["python", "-m", "benchmarks.experiments.speed", *(sys.argv[1:] if argv is None else argv)]),
             machine=f"{info['cpu']}; {info['cores']} cores",
             versions=", ".join(f"{name} {info[name]}" for name in ("torch", "stable-baselines3", "sb3-contrib")),
             revision=info["git"],
