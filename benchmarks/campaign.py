@@ -51,7 +51,9 @@ RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
 RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below", "tuning_seeds"}
 CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
-CAMPAIGN_KEYS |= {"reference", "docs"}
+CAMPAIGN_KEYS |= {"reference", "docs", "order"}
+#: The run orders of a campaign file (key ``order``, :func:`order_tasks`); the first is the default
+ORDERS = ("by_seed", "by_block")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Campaign:
 
     path: Path
     out: Path
-    tasks: tuple[harness.RunTask, ...]  # in the order they run: seed by seed, in the file's order within a seed
+    tasks: tuple[harness.RunTask, ...]  # in the order they run (:func:`order_tasks`)
     report_marks: tuple[str, tuple[float, ...]] = ("timesteps", ())  # the clock ("cpu_time_s" or "timesteps") and marks
     notes: str = ""  # free text put at the top of the report
     reference: Reference | None = None  # published numbers the report sets ours against
@@ -130,7 +132,7 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
         tasks += parsed
         if run.get("tuning_seeds"):
             tuning_seeds.update(task.name for task in parsed)
-    tasks.sort(key=lambda task: task.seed)  # stable: the file's order within a seed
+    tasks = order_tasks(tasks, spec.get("order", ORDERS[0]))
     duplicates = sorted(name for name, count in collections.Counter(task.name for task in tasks).items() if count > 1)
     if duplicates:
         raise ValueError(f"runs listed twice: {', '.join(duplicates)}")
@@ -141,6 +143,22 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
     marks = _report_marks(spec.get("report"), tasks)
     notes = str(spec.get("notes", ""))
     return Campaign(path, out, tuple(tasks), marks, notes, reference, tuple(map(Path, docs)), frozenset(tuning_seeds))
+
+
+def order_tasks(tasks: Sequence[harness.RunTask], order: str) -> list[harness.RunTask]:
+    """:return: The runs in the order they run (the sorts are stable: the file's order breaks ties). ``by_seed``: seed
+    by seed (seed 0 of every entry first), so that partial results cover every task early. ``by_block``: seed by seed
+    and within a seed task by task (tasks in the order of their first run), so that the runs of one (task, seed) block
+    run together for all algorithms, on the machine of that moment, and the algorithms compared on a block trained on
+    one CPU model (unless a run resumes elsewhere)
+
+    :raises ValueError: for another order"""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order == "by_block":
+        envs = {env: index for index, env in enumerate(dict.fromkeys(task.env for task in tasks))}
+        return sorted(tasks, key=lambda task: (task.seed, envs[task.env]))
+    return sorted(tasks, key=lambda task: task.seed)
 
 
 def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:

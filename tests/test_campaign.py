@@ -419,3 +419,26 @@ def test_campaign_curves_show_the_mean_and_each_seed() -> None:
     draw_on_clock(fig.add_subplot(), runs, "cpu_time_s", "a2c")  # the grids' plots: mean and band only
     assert len(fig.axes[0].get_lines()) == 1
     plt.close(fig)
+
+
+def test_order_by_block_runs_each_task_and_seed_for_every_algorithm_together(tmp_path: Path) -> None:
+    runs = [
+        {"algo": "a2c", "envs": ["CartPole-v1", "Acrobot-v1"], "seeds": [0, 1], "steps": 800},
+        {"algo": "ppo", "envs": ["CartPole-v1", "Acrobot-v1"], "seeds": [0, 1], "steps": 800},
+    ]
+    spec = {**_tiny(tmp_path), "runs": runs}
+    default = campaign.load_campaign(_write(tmp_path, spec), tmp_path / "checkpoints")
+    by_seed = [(task.seed, task.algo, task.env) for task in default.tasks]
+    assert by_seed == [
+        (seed, algo, env) for seed in (0, 1) for algo in ("a2c", "ppo") for env in ("CartPole-v1", "Acrobot-v1")
+    ]
+    assert by_seed == [
+        (task.seed, task.algo, task.env)
+        for task in campaign.load_campaign(_write(tmp_path, {**spec, "order": "by_seed"}), tmp_path / "c").tasks
+    ]
+    blocks = campaign.load_campaign(_write(tmp_path, {**spec, "order": "by_block"}), tmp_path / "checkpoints").tasks
+    assert [(task.seed, task.env, task.algo) for task in blocks] == [
+        (seed, env, algo) for seed in (0, 1) for env in ("CartPole-v1", "Acrobot-v1") for algo in ("a2c", "ppo")
+    ]
+    with pytest.raises(ValueError, match="order must be one of"):
+        campaign.load_campaign(_write(tmp_path, {**spec, "order": "random"}), tmp_path / "checkpoints")
