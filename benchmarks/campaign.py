@@ -34,7 +34,16 @@ import yaml
 from benchmarks import backends, harness, reporting, store
 from benchmarks.algorithms import get_algorithm_class, load_hyperparams, resolve_entry, zoo_v4_id
 from benchmarks.checkpoint import default_checkpoint_root, read_state, write_atomically
-from benchmarks.summary import MARKS_HEADER, bootstrap_interval, draw_on_clock, marks_rows, report_row, save_plot, value_at
+from benchmarks.summary import (
+    INTERVAL_HEADER,
+    INTERVAL_NOTE,
+    MARKS_HEADER,
+    draw_on_clock,
+    interval_of_mean,
+    marks_rows,
+    report_row,
+    save_plot,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +51,9 @@ RUN_LOCK_FILENAME = ".running"
 RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
 RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below", "tuning_seeds"}
 CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
-CAMPAIGN_KEYS |= {"reference", "docs"}
+CAMPAIGN_KEYS |= {"reference", "docs", "order"}
+#: The run orders of a campaign file (key ``order``, :func:`order_tasks`); the first is the default
+ORDERS = ("by_seed", "by_block")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +62,7 @@ class Campaign:
 
     path: Path
     out: Path
-    tasks: tuple[harness.RunTask, ...]  # in the order they run: seed by seed, in the file's order within a seed
+    tasks: tuple[harness.RunTask, ...]  # in the order they run (:func:`order_tasks`)
     report_marks: tuple[str, tuple[float, ...]] = ("timesteps", ())  # the clock ("cpu_time_s" or "timesteps") and marks
     notes: str = ""  # free text put at the top of the report
     reference: Reference | None = None  # published numbers the report sets ours against
@@ -121,7 +132,7 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
         tasks += parsed
         if run.get("tuning_seeds"):
             tuning_seeds.update(task.name for task in parsed)
-    tasks.sort(key=lambda task: task.seed)  # stable: the file's order within a seed
+    tasks = order_tasks(tasks, spec.get("order", ORDERS[0]))
     duplicates = sorted(name for name, count in collections.Counter(task.name for task in tasks).items() if count > 1)
     if duplicates:
         raise ValueError(f"runs listed twice: {', '.join(duplicates)}")
@@ -132,6 +143,22 @@ def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
     marks = _report_marks(spec.get("report"), tasks)
     notes = str(spec.get("notes", ""))
     return Campaign(path, out, tuple(tasks), marks, notes, reference, tuple(map(Path, docs)), frozenset(tuning_seeds))
+
+
+def order_tasks(tasks: Sequence[harness.RunTask], order: str) -> list[harness.RunTask]:
+    """:return: The runs in the order they run (the sorts are stable: the file's order breaks ties). ``by_seed``: seed
+    by seed (seed 0 of every entry first), so that partial results cover every task early. ``by_block``: seed by seed
+    and within a seed task by task (tasks in the order of their first run), so that the runs of one (task, seed) block
+    run together for all algorithms, on the machine of that moment, and the algorithms compared on a block trained on
+    one CPU model (unless a run resumes elsewhere)
+
+    :raises ValueError: for another order"""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order == "by_block":
+        envs = {env: index for index, env in enumerate(dict.fromkeys(task.env for task in tasks))}
+        return sorted(tasks, key=lambda task: (task.seed, envs[task.env]))
+    return sorted(tasks, key=lambda task: task.seed)
 
 
 def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
@@ -336,8 +363,8 @@ def report_tables(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     clock, marks = campaign.report_marks
     lines = [
         f"At each mark ({'CPU-s' if clock == 'cpu_time_s' else 'steps'}): each seed's first evaluation at or after it "
-        "(a seed not there yet, or stopped before, shows -), their mean and a percentile bootstrap 95% interval of the "
-        f"mean over seeds ({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation. Best so "
+        f"(a seed not there yet, or stopped before, shows -), their mean, {INTERVAL_NOTE} Env steps: mean over seeds at "
+        "that evaluation. Best so "
         "far: each seed's best evaluation after step 0 up to now (the paper's metric), Env steps there: the steps each "
         "seed has reached.\n",
     ]
@@ -411,13 +438,13 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
     reference = campaign.reference
     assert reference is not None
     first = next(iter(reference.columns))
-    header = ["Task", *reference.columns, "Ours", "Best (mean)", "95% CI", "Best per seed", f"Ratio to {first}"]
+    header = ["Task", *reference.columns, "Ours", "Best (mean)", INTERVAL_HEADER, "Best per seed", f"Ratio to {first}"]
     header += ["Final per seed", "CPU-h"]
     rows = []
     for env, algos in _grid(campaign, tuning_seeds=False).items():
         for algo in algos:
             ours = best_within_budget(campaign, frame, env, algo)
-            low, high = bootstrap_interval(list(ours.best))
+            low, high = interval_of_mean(list(ours.best))
             target = reference.columns[first].get(env)
             published = [f"{column[env]:g}" if env in column else "-" for column in reference.columns.values()]
             interval = "-" if math.isnan(low) else f"[{reporting.number(low)}, {reporting.number(high)}]"
@@ -429,10 +456,15 @@ def reference_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
         *([f"{reference.note.strip()}\n"] if reference.note.strip() else []),
         f"Ours, from `{campaign.out / harness.EVALUATIONS_FILENAME}`: Best is each seed's best evaluation after step 0 "
         "within its budget (a run not done says how far it got, or that the stop rule ended it); mean over the seeds "
-        "that have one, with a percentile bootstrap 95% interval of the mean (2 seeds or more). Final: the last "
+        f"that have one, {INTERVAL_NOTE} Final: the last "
         "evaluation of the finished runs. CPU-h: training CPU-hours, all seeds.\n",
         *reporting.markdown_table(header, rows),
     ]
+
+
+#: The metrics a lead is read under (:func:`metric_values`): the evaluation at the mark, the best evaluation after step 0
+#: up to it, the mean of the last three evaluations up to it
+METRICS = ("at mark", "best so far", "last 3")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -444,35 +476,96 @@ class Lead:
     ranked: tuple[tuple[str, tuple[float, ...]], ...]  # (series, each seed's return at the mark), best mean first
     p_value: float = math.nan  # the leader against the runner-up when both have 2 seeds or more, else NaN
     smallest_p: float = math.nan  # the smallest p-value that those two seed counts can give
+    #: per metric of :data:`METRICS`, the series whose mean over its seeds is highest under it
+    leaders: tuple[str, ...] = ()
+    #: per other series, best mean first: how many of the leader's seeds lie above all of its seeds, and the reverse
+    separations: tuple[tuple[str, int, int], ...] = ()
+    #: per series of ``ranked``, per seed: its CPU model and env steps per CPU second up to the mark
+    machines: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
 
     @property
     def means(self) -> dict[str, float]:
         return {name: float(np.mean(values)) for name, values in self.ranked}
 
+    @property
+    def leaders_agree(self) -> bool:
+        return len(set(self.leaders)) <= 1
+
+
+def metric_values(run: pd.DataFrame, clock: str, mark: float) -> tuple[float, float, float, str, float] | None:
+    """:return: One seed's values at ``mark`` under each of :data:`METRICS` (its first evaluation at or after the mark,
+    the best after step 0 up to that one, the mean of the last three up to it), its CPU model there and its env steps
+    per CPU second up to it; ``None`` if the seed has not got there"""
+    run = run.sort_values(clock)
+    after = run[run[clock] >= mark]
+    if not len(after):
+        return None
+    upto = run[run[clock] <= after[clock].iloc[0]]
+    trained = upto[upto["timesteps"] > 0]
+    last = upto.iloc[-1]
+    best = float(trained["mean_return"].max()) if len(trained) else float(last["mean_return"])
+    cpu_s = float(last["cpu_time_s"]) if "cpu_time_s" in upto and pd.notna(last["cpu_time_s"]) else math.nan
+    rate = float(last["timesteps"]) / cpu_s if cpu_s and cpu_s > 0 else math.nan
+    cpu = str(last["cpu"]) if "cpu" in upto and pd.notna(last["cpu"]) else "?"
+    return float(last["mean_return"]), best, float(trained["mean_return"].tail(3).mean()) if len(trained) else best, cpu, rate
+
+
+def _leader(values: Mapping[str, Sequence[float]]) -> str:
+    """:return: The series of highest mean among ``values`` (series -> per-seed values)"""
+    return max(values, key=lambda name: float(np.mean(values[name])))
+
 
 def leads(campaign: Campaign, frame: pd.DataFrame) -> list[Lead]:
     """:return: Per env with two compared series or more and per report mark, who leads (the mean over seeds there; a
-    permutation test of the leader against the runner-up); runs on tuning seeds left out"""
+    permutation test of the leader against the runner-up; the leader under each of :data:`METRICS`; the separation
+    counts of the leader against each other series; each seed's CPU and env steps per CPU second); runs on tuning
+    seeds left out"""
     clock, marks = campaign.report_marks
     frame, found = _with_series(campaign, frame), []
     for env, algos in _grid(campaign, tuning_seeds=False).items():
         if len(algos) < 2:
             continue
         for mark in marks:
-            values = {}
+            per_metric: dict[str, list[list[float]]] = {}
+            machines: dict[str, tuple[tuple[str, float], ...]] = {}
             for algo in algos:
                 runs = frame[(frame["series"] == algo) & (frame["env"] == env)]
-                there = [value_at(run, clock, mark) for _, run in runs.groupby("seed")]
-                values[algo] = tuple(value[0] for value in there if value is not None)
-            ranked = sorted((algo for algo in algos if values[algo]), key=lambda algo: -float(np.mean(values[algo])))
+                there = [value for _, run in runs.groupby("seed") if (value := metric_values(run, clock, mark))]
+                if there:
+                    per_metric[algo] = [[value[index] for value in there] for index in range(len(METRICS))]
+                    machines[algo] = tuple((value[3], value[4]) for value in there)
+            values = {algo: tuple(metrics[0]) for algo, metrics in per_metric.items()}
+            ranked = sorted(values, key=lambda algo: -float(np.mean(values[algo])))
             lead = Lead(env, mark, tuple((algo, values[algo]) for algo in ranked))
+            if not ranked:
+                found.append(lead)
+                continue
+            leaders = tuple(_leader({algo: per_metric[algo][index] for algo in ranked}) for index in range(len(METRICS)))
+            first = values[ranked[0]]
+            separations = tuple((algo, *reporting.separation(first, values[algo])) for algo in ranked[1:])
+            lead = dataclasses.replace(
+                lead, leaders=leaders, separations=separations, machines=tuple((algo, machines[algo]) for algo in ranked)
+            )
             if len(ranked) >= 2 and min(len(values[ranked[0]]), len(values[ranked[1]])) >= 2:
-                first, second = values[ranked[0]], values[ranked[1]]
+                second = values[ranked[1]]
                 p_value = reporting.permutation_p_value(first, second)
                 floor = reporting.permutation_p_value(np.arange(len(first)) + 1e9, np.arange(len(second)))
                 lead = dataclasses.replace(lead, p_value=p_value, smallest_p=floor)
             found.append(lead)
     return found
+
+
+def _cpu_label(cpu: str) -> str:
+    """:return: A CPU model's short name in the tables (``AMD EPYC`` -> ``AMD``, ``Intel(R) Xeon(R) Processor`` ->
+    ``Intel``)"""
+    return cpu.replace("(R)", "").split()[0] if cpu.strip() else "?"
+
+
+def _machines_cell(lead: Lead) -> str:
+    """:return: Per series of a lead, each seed's CPU and env steps per CPU second up to the mark"""
+    return "; ".join(
+        f"{algo} " + " / ".join(f"{_cpu_label(cpu)} {rate:.0f}" for cpu, rate in seeds) for algo, seeds in lead.machines
+    )
 
 
 def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
@@ -485,16 +578,75 @@ def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
         if not math.isnan(lead.p_value):
             verdict = f"{lead.ranked[0][0]} ahead" if lead.p_value < 0.05 else "not distinguishable"
             verdict += f" (p = {lead.p_value:.2g}; smallest possible {lead.smallest_p:.2g})"
-        rows.append([lead.env, _mark_label(campaign.report_marks[0])(lead.mark), " > ".join(cells) or "-", verdict])
+        size = {algo: len(values) for algo, values in lead.ranked}
+        separated = "; ".join(
+            f"{algo} {above}/{size[lead.ranked[0][0]]} (reverse {below}/{size[algo]})"
+            for algo, above, below in lead.separations
+        )
+        metric_leaders = " / ".join(lead.leaders) + ("" if lead.leaders_agree else " (differ)")
+        mark = _mark_label(campaign.report_marks[0])(lead.mark)
+        row = [lead.env, mark, " > ".join(cells) or "-", verdict, separated or "-", metric_leaders or "-"]
+        rows.append([*row, _machines_cell(lead) or "-"])
+    if not rows:
+        return []
+    header = ["Task", "At", "Mean return (seeds), best first", "Leader vs runner-up", "Leader's seeds above all of"]
+    header += ["Leader: at mark / best so far / last 3", "CPU, env steps per CPU-s (per seed)"]
+    return [
+        "Per mark: each algorithm's mean return over its seeds there (their number in brackets), best first; the "
+        "leader against the runner-up by the exact permutation test of the difference of the means (two-sided: the "
+        "share of the splits of the pooled seeds whose absolute difference is at least the observed one; "
+        "`scipy.stats.permutation_test`), with the smallest p-value that these seed counts can give (0.1 for 3 "
+        "against 3: no lead of 3 seeds can reach 0.05); how many of the leader's seeds lie above every seed of each "
+        "other algorithm, and the reverse (3/3 and 0: a complete separation); the leader under the evaluation at the "
+        "mark, the best evaluation after step 0 up to it and the mean of the last three evaluations up to it, marked "
+        "(differ) where they are not the same; per seed, the CPU model it trained on and its env steps per CPU "
+        "second up to the mark (a CPU second buys another number of env steps on each model)."
+        + (" Runs on the seeds their entry was chosen on are left out." if campaign.tuning_seeds else "")
+        + "\n",
+        *reporting.markdown_table(header, rows),
+    ]
+
+
+def pooled_tests(
+    campaign: Campaign, frame: pd.DataFrame, first_only: bool = False
+) -> list[tuple[float, str, str, int, float, float, float]]:
+    """:return: Per report mark and pair of compared series (in the campaign's order; with ``first_only`` the first
+    series against each other) with seeds at the mark on two tasks or more: ``(mark, first, second, tasks, p, rank
+    sum of first, its expectation)`` of :func:`benchmarks.reporting.stratified_rank_test` over the tasks (the returns
+    at the mark)"""
+    found: dict[float, dict[str, dict[str, tuple[float, ...]]]] = collections.defaultdict(dict)
+    for lead in leads(campaign, frame):
+        found[lead.mark][lead.env] = dict(lead.ranked)
+    order = list(dict.fromkeys(name for names in _grid(campaign, tuning_seeds=False).values() for name in names))
+    tests = []
+    for mark in campaign.report_marks[1]:
+        for index, first in enumerate(order[:1] if first_only else order):
+            for second in order[index + 1 :]:
+                strata = [(v[first], v[second]) for v in found[mark].values() if v.get(first) and v.get(second)]
+                if len(strata) >= 2:
+                    p_value, observed, expected = reporting.stratified_rank_test(strata)
+                    tests.append((mark, first, second, len(strata), p_value, observed, expected))
+    return tests
+
+
+def pooled_table(campaign: Campaign, frame: pd.DataFrame, first_only: bool = False) -> list[str]:
+    """:return: The markdown lines of :func:`pooled_tests`; nothing without such a pair"""
+    label = _mark_label(campaign.report_marks[0])
+    order = next(iter(dict.fromkeys(name for names in _grid(campaign, tuning_seeds=False).values() for name in names)), "")
+    rows = [
+        [label(mark), f"{first} vs {second}", str(tasks), f"{observed:g} (expected {expected:g})", f"{p_value:.2g}"]
+        for mark, first, second, tasks, p_value, observed, expected in pooled_tests(campaign, frame, first_only)
+    ]
     if not rows:
         return []
     return [
-        "Per mark: each algorithm's mean return over its seeds there (their number in brackets), best first; the "
-        "leader against the runner-up by the two-sided permutation test of the difference of the means, with the "
-        "smallest p-value that these seed counts can give."
-        + (" Runs on the seeds their entry was chosen on are left out." if campaign.tuning_seeds else "")
+        "Pooled over the tasks: per mark and pair of algorithms, the exact stratified permutation test of ranks (the "
+        "returns at the mark ranked within each task; the statistic is the first algorithm's rank sum over the tasks, "
+        "its null distribution shuffles the algorithm labels within each task), two-sided (twice the smaller "
+        "one-sided p-value). Tasks: those where both have seeds at the mark."
+        + (f" Here {order} against each other algorithm (all pairs: results.md)." if first_only and order else "")
         + "\n",
-        *reporting.markdown_table(["Task", "At", "Mean return (seeds), best first", "Leader vs runner-up"], rows),
+        *reporting.markdown_table(["At", "Pair", "Tasks", "Rank sum of the first", "p"], rows),
     ]
 
 
@@ -523,7 +675,8 @@ def cpus_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
 
 def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> list[Path]:
     """Rewrite the block between the campaign's markers in its ``docs`` files: :func:`reference_table` (without a
-    reference :func:`leaders_table`) and the curves of the envs with evaluations (against env steps with a reference).
+    reference :func:`leaders_table` and :func:`pooled_table`) and the curves of the envs with evaluations (against env
+    steps with a reference).
 
     :param check: Rewrite nothing
     :return: The files whose block differed from the data
@@ -532,6 +685,8 @@ def write_docs(campaign: Campaign, frame: pd.DataFrame, check: bool = False) -> 
         return []
     start, end = (f"<!-- campaign {campaign.path.name}: {side} -->" for side in ("start", "end"))
     table = reference_table(campaign, frame) if campaign.reference is not None else leaders_table(campaign, frame)
+    pooled = pooled_table(campaign, frame, first_only=True) if campaign.reference is None else []
+    table = [*table, *(["", *pooled] if pooled else [])]
     suffix, axis = ("steps", "env steps") if campaign.reference is not None else ("cpu", "CPU seconds")
     envs = list(_plotted(campaign, frame))
     changed = []
@@ -590,6 +745,9 @@ def write_report(campaign: Campaign) -> Path:
         leaders = leaders_table(campaign, frame)
         if leaders:
             lines += ["## Who leads", "", *leaders, ""]
+        pooled = pooled_table(campaign, frame)
+        if pooled:
+            lines += ["### Pooled over the tasks", "", *pooled, ""]
         write_docs(campaign, frame)
         lines += report_tables(campaign, frame)
         plot_campaign(campaign, frame)

@@ -324,7 +324,7 @@ def paper_row() -> tuple[list[str], list[str]]:
 
 #: the campaign of Trust-PCL, SAC and TRPO given the same CPU time per run
 CPU_HOUR_CAMPAIGN = Path("benchmarks") / "campaigns" / "cpu_hour.yml"
-DISPLAY_NAMES = {"trust_pcl": "Trust-PCL", "sac": "SAC", "trpo": "TRPO"}
+DISPLAY_NAMES = {"trust_pcl": "Trust-PCL", "sac": "SAC", "trpo": "TRPO", "ppo": "PPO"}
 
 
 def task_list(envs: Sequence[str]) -> str:
@@ -372,7 +372,13 @@ def cpu_hour_row(campaign: Campaign | None = None) -> tuple[list[str], list[str]
             cells.append(cell + (f" ({len(values)}/{expected} seeds)" if values and len(values) < expected else ""))
         return " / ".join(cells)
 
-    first = {(lead.env, lead.mark): label[lead.ranked[0][0]] for lead in found if len(lead.ranked) == len(algos)}
+    started = {env: {algo for algo in algos if any(by_mark.get((env, mark), {}).get(algo) for mark in marks)} for env in envs}
+    # a leader is named once each algorithm with evaluations on the task has a seed at the mark
+    first = {
+        (lead.env, lead.mark): label[lead.ranked[0][0]]
+        for lead in found
+        if len(lead.ranked) == len(started[lead.env]) and len(lead.ranked) >= 2
+    }
     leaders = [f"{env.removesuffix('-v5')} {', '.join(first.get((env, mark), '-') for mark in marks)}" for env in envs]
     tested, verdicts = [lead for lead in found if not math.isnan(lead.p_value)], []
     ahead = [lead for lead in tested if lead.p_value < SIGNIFICANCE]

@@ -168,8 +168,17 @@ def _invocation_row(invocation: Mapping[str, Any]) -> list[str]:
     ]
 
 
+#: The column of the interval of the mean over seeds (:func:`interval_of_mean`)
+INTERVAL_HEADER = f"95% CI (bootstrap, {reporting.MIN_SEEDS_FOR_INTERVAL}+ seeds)"
+#: What the column holds, for the reports' legends
+INTERVAL_NOTE = (
+    f"with a percentile bootstrap 95% interval of the mean ({reporting.BOOTSTRAP_REPS} resamples, "
+    f"`scipy.stats.bootstrap`) only from {reporting.MIN_SEEDS_FOR_INTERVAL} seeds: an interval drawn from n seeds lies "
+    "within their range, which covers the median of their distribution with probability 1 - 2^(1-n) (75% for 3 "
+    f"seeds, {reporting.range_coverage(5):.0%} for 5); below that, read the per-seed values."
+)
 #: The columns of the tables of returns at marks of a clock (:func:`marks_rows`)
-MARKS_HEADER = ["Algorithm", "At", "Seeds there", "Mean return", "95% CI (bootstrap)", "Per seed", "Env steps"]
+MARKS_HEADER = ["Algorithm", "At", "Seeds there", "Mean return", INTERVAL_HEADER, "Per seed", "Env steps"]
 
 
 def value_at(run: pd.DataFrame, clock: str, mark: float) -> tuple[float, float] | None:
@@ -188,11 +197,17 @@ def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
     return reporting.bootstrap_interval(values) if finite else (math.nan, math.nan)
 
 
+def interval_of_mean(values: Sequence[float]) -> tuple[float, float]:
+    """:return: :func:`bootstrap_interval` where the seed count supports a 95% interval (at least
+    :data:`benchmarks.reporting.MIN_SEEDS_FOR_INTERVAL` values), else NaN"""
+    return bootstrap_interval(values) if len(values) >= reporting.MIN_SEEDS_FOR_INTERVAL else (math.nan, math.nan)
+
+
 def report_row(algo: str, at: str, per_seed: Sequence[float | None], steps: Sequence[float]) -> list[str]:
     """:return: A row of the report's table: the values of the seeds there (``None``: not there), their mean and
-    bootstrap interval, and the mean of ``steps``"""
+    interval (:func:`interval_of_mean`), and the mean of ``steps``"""
     values = [value for value in per_seed if value is not None]
-    low, high = bootstrap_interval(values)
+    low, high = interval_of_mean(values)
     return [
         algo,
         at,
@@ -303,8 +318,7 @@ def write_summary(out_dir: str | Path, thresholds: Mapping[str, float] | None = 
             "Equal CPU time (runs with a budget of process CPU time of training, env stepping included, evaluation "
             "excluded; Steps then gives it in CPU-s): at 25%, 50% and 100% of the budget, each seed's first evaluation at "
             "or after that much training CPU time (the runs are evaluated there; a seed that ended before, at its step "
-            "cap, shows -), their mean and a percentile bootstrap 95% interval of the mean over seeds "
-            f"({reporting.BOOTSTRAP_REPS} resamples); Env steps: mean over seeds at that evaluation.",
+            f"cap, shows -), their mean, {INTERVAL_NOTE} Env steps: mean over seeds at that evaluation.",
             "",
         ]
     for env in envs:

@@ -56,9 +56,9 @@ def test_readme_cpu_hour_row_agrees_with_the_campaign_report() -> None:
                     means[fields[0], algo] = float(value)
     tasks = cells[1].split(",")[0].removesuffix("-v5").split(" / ")
     columns = {"trust_pcl": cells[3], **dict(part.split(" ", 1) for part in cells[4].split("; "))}
-    assert set(columns) == {"trust_pcl", "SAC", "TRPO"} and len(sources) == 5 * 3 * 3
+    assert set(columns) == {"trust_pcl", "SAC", "TRPO", "PPO"} and len(sources) == 5 * 3 * 4
     for name, column in columns.items():
-        algo = {"SAC": "sac", "TRPO": "trpo"}.get(name, name)
+        algo = {"SAC": "sac", "TRPO": "trpo", "PPO": "ppo"}.get(name, name)
         for task, cell in zip(tasks, column.split(" / "), strict=True):
             expected = means.get((f"{task}-v5", algo))
             assert (cell == "-") == (expected is None), (task, algo, cell)
@@ -95,18 +95,18 @@ def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Pat
     returns = {("a2c", 30): [10, 20, 30], ("a2c", 60): [200, 210, 220], ("ppo", 30): [40, 50, 60], ("ppo", 60): [100, 110]}
     cells, sources = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=5))
     assert cells[1] == "CartPole-v1, 60 CPU-s per run: return at 1 CPU-min"
-    assert cells[2] == "a2c, ppo 0-2"
-    assert cells[3] == "210 [200, 220]" and cells[4] == "ppo 105 [100, 110] (2/3 seeds)"
+    assert cells[2] == "a2c, PPO 0-2"
+    assert cells[3] == "210 [200, 220]" and cells[4] == "PPO 105 [100, 110] (2/3 seeds)"
     # fully separated at both marks, yet 3 against 3 (or 2) seeds cannot give p < 0.1: no leader is told apart
     assert cells[5] == (
-        "5 of 6 runs done; leader at 0.5 / 1 CPU-min: CartPole-v1 ppo, a2c; "
+        "5 of 6 runs done; leader at 0.5 / 1 CPU-min: CartPole-v1 PPO, a2c; "
         "no leader distinguishable (p >= 0.10 with these seed counts)"
     )
     assert "per seed there 100, 110" in sources[-1]
     # 4 against 4 seeds, fully separated at 60 CPU-s: p = 2 / C(8, 4); at 30 CPU-s they overlap
     returns = {("a2c", 30): [1, 5, 3, 7], ("a2c", 60): [9, 10, 11, 12], ("ppo", 30): [2, 6, 4, 8], ("ppo", 60): [1, 2, 3, 4]}
     cells, _ = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8))
-    assert cells[5] == "leader at 0.5 / 1 CPU-min: CartPole-v1 ppo, a2c; a2c ahead on CartPole-v1 at 1 CPU-min (p = 0.029)"
+    assert cells[5] == "leader at 0.5 / 1 CPU-min: CartPole-v1 PPO, a2c; a2c ahead on CartPole-v1 at 1 CPU-min (p = 0.029)"
     # the same runs on two CPU models: the row says so (a CPU second buys another number of steps on each)
     cells, _ = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8, cpus={"a2c": "A", "ppo": "B"}))
     assert cells[5].endswith("(p = 0.029); the runs trained on 2 CPU models (per run: results.md, CPUs)")
@@ -210,3 +210,36 @@ def test_the_committed_results_are_refused() -> None:
     if not run.git_tracked_files(ROOT / "benchmarks" / "results" / "classic"):
         pytest.skip("not a git checkout")
     assert run.refusal_to_write(ROOT / "benchmarks" / "results" / "classic", skip_existing=True) is not None
+
+
+def test_stratified_rank_test_against_every_shuffle() -> None:
+    """The exact null distribution by convolution equals the count over every label shuffle within each stratum."""
+    import itertools as it
+
+    from scipy.stats import rankdata
+
+    from benchmarks.reporting import separation, stratified_rank_test
+
+    strata = [([3.0, 5.0, 9.0], [1.0, 2.0, 4.0]), ([1.0, 1.0], [1.0, 7.0, 8.0]), ([6.0], [2.0, 3.0])]
+    p_value, observed, expected = stratified_rank_test(strata)
+    per_stratum = []
+    for first, second in strata:
+        ranks = rankdata(first + second)
+        per_stratum.append([ranks[list(group)].sum() for group in it.combinations(range(len(ranks)), len(first))])
+    totals = np.array([sum(parts) for parts in it.product(*per_stratum)])
+    one_sided = min(np.mean(totals >= observed - 1e-9), np.mean(totals <= observed + 1e-9))
+    assert p_value == pytest.approx(min(1.0, 2 * one_sided)) and expected == pytest.approx(totals.mean())
+    # five tasks, each completely separated 3 against 3: (1/20)^5 one-sided
+    assert stratified_rank_test([([4.0, 5.0, 6.0], [1.0, 2.0, 3.0])] * 5)[0] == pytest.approx(2 / 20**5)
+    assert separation([4.0, 5.0, 6.0], [1.0, 2.0, 4.5]) == (2, 0) and separation([1.0], [2.0, 0.0]) == (0, 1)
+
+
+@pytest.mark.repo
+def test_pooled_test_of_the_cpu_hour_campaign() -> None:
+    """Pooled over the five tasks (stratified rank test of the returns at the mark), Trust-PCL is ahead of SAC at 15
+    and 30 CPU-min, from the committed data."""
+    loaded = campaign.load_campaign(ROOT / "benchmarks" / "campaigns" / "cpu_hour.yml")
+    frame = store.read_evaluations(loaded.out).dropna(subset=["timesteps"])
+    tests = {(mark, first, second): p for mark, first, second, tasks, p, *_ in campaign.pooled_tests(loaded, frame)}
+    assert tests[900.0, "trust_pcl", "sac"] < 0.001 and tests[1800.0, "trust_pcl", "sac"] < 0.01
+    assert tests[3600.0, "trust_pcl", "sac"] > 0.05
