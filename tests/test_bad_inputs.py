@@ -9,6 +9,7 @@ minute.
 
 import io
 import os
+import re
 import zipfile
 from typing import Any
 
@@ -317,6 +318,38 @@ def test_truncated_and_foreign_files_are_refused(algo: type, tmp_path: Any) -> N
     for bad in (truncated, foreign, io.BytesIO(b"garbage")):
         with pytest.raises((ValueError, AssertionError, zipfile.BadZipFile), match=r"(?i)zip|no data found"):
             algo.load(bad)
+
+
+@pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
+def test_a_file_with_non_finite_parameters_is_refused_at_load_naming_file_and_tensor(algo: type, tmp_path: Any) -> None:
+    model = build(algo)
+    name, parameter = next(iter(model.policy.named_parameters()))
+    with th.no_grad():
+        parameter.view(-1)[0] = float("nan")
+        parameter.view(-1)[1] = float("inf")
+    path = tmp_path / "diverged.zip"
+    model.save(path)
+    pattern = f"{re.escape(repr(str(path)))} holds non-finite saved parameters: policy.{re.escape(name)} \\(2 of"
+    with pytest.raises(ValueError, match=pattern):
+        algo.load(path)
+    with pytest.raises(ValueError, match="The model file holds non-finite saved parameters"):
+        algo.load(io.BytesIO(path.read_bytes()))
+
+
+def test_non_finite_optimizer_state_is_refused_at_load(tmp_path: Any) -> None:
+    model = build(Reinforce).learn(32)
+    state = next(iter(model.policy.optimizer.state.values()))
+    state["exp_avg_sq"].view(-1)[0] = float("nan")
+    path = tmp_path / "diverged_adam.zip"
+    model.save(path)
+    with pytest.raises(ValueError, match=r"policy\.optimizer\.state\[0\]\.exp_avg_sq \(1 of"):
+        Reinforce.load(path)
+    # the same model with finite tensors loads and predicts what it did
+    state["exp_avg_sq"].view(-1)[0] = 0.0
+    model.save(path)
+    loaded = Reinforce.load(path)
+    obs = np.zeros((3, 4), dtype=np.float32)
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ entering storage, env outputs entering the policy, and the finiteness of every u
 """
 
 import math
+import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -295,11 +296,66 @@ def check_policy_class(algorithm: str, policy_class: type, policy_aliases: dict[
 RECURRENT_HINT = "use sb3_pcl.RecurrentPCL or RecurrentTrustPCL"
 
 
-class ObservationSpaceChecks:
+def _non_finite_tensors(value: Any, name: str) -> list[str]:
+    """:return: ``name.key[index] (n of m values NaN or inf)`` for each float tensor in ``value`` (nested dicts, lists)"""
+    if isinstance(value, th.Tensor):
+        if not value.is_floating_point():
+            return []
+        n_bad = int((~th.isfinite(value.detach())).sum())
+        return [f"{name} ({n_bad} of {value.numel()} values NaN or inf)"] if n_bad else []
+    items: Any = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    return [
+        bad
+        for key, item in items
+        for bad in _non_finite_tensors(item, f"{name}.{key}" if isinstance(key, str) else f"{name}[{key}]")
+    ]
+
+
+def check_finite_parameters(model: Any, source: str) -> None:
+    """
+    Refuse a model whose saved tensors (network parameters and buffers, optimizer states, PyTorch variables) hold NaN
+    or inf: predicting or training with them fails later, deep inside torch, or gives NaN actions.
+
+    :param model: the model, after ``load`` restored its tensors
+    :param source: where they came from, for the message (the file)
+    :raises ValueError: naming ``source`` and the tensors that are not finite
+    """
+    bad = [item for name, state in model.get_parameters().items() for item in _non_finite_tensors(state, name)]
+    for name in model._get_torch_save_params()[1]:
+        variable = model
+        for part in name.split("."):
+            variable = getattr(variable, part, None)
+        bad.extend(_non_finite_tensors(variable, name))
+    if bad:
+        shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise ValueError(
+            f"{source} holds non-finite saved parameters: {shown}. The model diverged before it was saved (or the "
+            "file was altered): load an earlier checkpoint, or train again with a smaller learning rate or clipping"
+        )
+
+
+class ModelFileChecks:
+    """Mixin (before SB3's base class) that refuses, at ``load``, a model file whose saved tensors are not finite."""
+
+    @classmethod
+    def load(cls, path: Any, *args: Any, **kwargs: Any) -> Any:
+        """SB3's ``load``, then :func:`check_finite_parameters` (a ``ValueError`` naming the file and the tensors)."""
+        model = super().load(path, *args, **kwargs)  # type: ignore[misc]
+        check_finite_parameters(
+            model, f"The model file {str(path)!r}" if isinstance(path, (str, os.PathLike)) else "The model file"
+        )
+        return model
+
+
+class ObservationSpaceChecks(ModelFileChecks):
     """
     Mixin (before SB3's base class) that refuses unsupported observation spaces on every path: the env given to the
     constructor, ``set_env`` or ``load`` (see :func:`check_observation_space`), and the ``MultiInputPolicy`` name
-    where the class has none.
+    where the class has none; and, through :class:`ModelFileChecks`, model files with non-finite tensors.
     """
 
     #: whether the class takes ``Dict`` observation spaces (``MultiInputPolicy``)
