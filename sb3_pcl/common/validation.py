@@ -247,11 +247,43 @@ def check_observation_space(algorithm: str, observation_space: spaces.Space, dic
         raise ValueError(
             f"{algorithm} does not support {supported} observation spaces (got {observation_space}): {FLATTEN_HINT}"
         )
+    subspaces = {"": observation_space}
     if isinstance(observation_space, spaces.Dict):
         try:
-            dict_subspaces(observation_space)
+            subspaces = {f" (key {key!r})": space for key, space in dict_subspaces(observation_space).items()}
         except ValueError as error:
             raise ValueError(f"{algorithm}: {error}") from None
+    for where, space in subspaces.items():
+        if isinstance(space, spaces.Box) and space.shape == ():
+            raise ValueError(
+                f"{algorithm} does not support scalar Box observation spaces (shape ()){where}, got {space}: SB3's "
+                "feature extractors need at least one axis; reshape the observations to shape (1,), e.g. with "
+                "gymnasium.wrappers.ReshapeObservation(env, (1,))"
+            )
+
+
+def check_zero_based(algorithm: str, space: spaces.Space, what: str) -> None:
+    """
+    Refuse ``Discrete`` and ``MultiDiscrete`` spaces whose values do not start at 0 (``start`` of Gymnasium's spaces):
+    SB3's policies read such observations as one-hot vectors of ``0 .. n - 1`` (a value ``>= n`` fails inside torch)
+    and sample such actions in ``0 .. n - 1`` (values outside the env's space).
+
+    :param algorithm: the algorithm's name, for the message
+    :param space: an observation or action space (the sub-spaces of a ``Dict`` are checked too)
+    :param what: ``"observation"`` or ``"action"``, for the message
+    :raises ValueError: naming the space and what to do instead
+    """
+    if isinstance(space, spaces.Dict):
+        for subspace in space.spaces.values():
+            check_zero_based(algorithm, subspace, what)
+        return
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)) and np.any(np.asarray(space.start) != 0):
+        raise ValueError(
+            f"{algorithm} does not support {what} spaces whose values do not start at 0 (got {space}): SB3's policies "
+            f"{'read' if what == 'observation' else 'send'} the values 0 .. n - 1. Shift the {what}s by the space's "
+            "start with a wrapper (e.g. gymnasium.wrappers.Transform"
+            f"{'Observation' if what == 'observation' else 'Action'}) and give it a space with start=0"
+        )
 
 
 def check_policy_observation_space(algorithm: str, policy_class: type, observation_space: spaces.Space) -> None:
@@ -363,8 +395,10 @@ class ObservationSpaceChecks(ModelFileChecks):
 
     @classmethod
     def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
-        """SB3's wrapping, after a clear error for observation spaces the algorithm does not take."""
+        """SB3's wrapping, after a clear error for the spaces the algorithm does not take."""
         check_observation_space(cls.__name__, env.observation_space, cls.supports_dict_observations)
+        check_zero_based(cls.__name__, env.observation_space, "observation")
+        check_zero_based(cls.__name__, env.action_space, "action")
         return super()._wrap_env(env, verbose, monitor_wrapper)  # type: ignore[misc]
 
     def _get_policy_from_name(self, policy_name: str) -> Any:
