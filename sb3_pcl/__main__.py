@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import importlib
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -65,6 +66,34 @@ class ProgressLine(BaseCallback):
         )
 
 
+def writable_model_path(path: str) -> Path:
+    """
+    Check, before training, that a model can be saved to ``path`` (as SB3's ``save`` writes it: ``.zip`` appended to a
+    path without a suffix, missing parent folders created), by creating the folders and opening the file for writing
+    (a file that did not exist is removed again).
+
+    :param path: the ``--save`` argument
+    :return: the file the model will be written to
+    :raises ValueError: naming the path and why it cannot be written (a folder, a parent that is a file, no permission,
+        a read-only file system)
+    """
+    target = Path(path)
+    if target.suffix == "":
+        target = target.with_name(f"{target.name}.zip")
+    if target.is_dir():
+        raise ValueError(f"--save {path}: {target} is a folder, not a model file")
+    existed = target.exists()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("ab"):
+            pass
+    except OSError as error:
+        raise ValueError(f"--save {path}: cannot write the model to {target} ({error.strerror or error})") from error
+    if not existed:
+        target.unlink()
+    return target
+
+
 def main(argv: list[str] | None = None) -> float:
     """
     Parse the command line, train, evaluate and print the result.
@@ -91,6 +120,12 @@ def main(argv: list[str] | None = None) -> float:
         parser.error(f"--steps must be a positive number of training steps, got {args.steps}")
     if args.eval_episodes < 1:
         parser.error(f"--eval-episodes must be a positive number of episodes, got {args.eval_episodes}")
+    save_path = None
+    if args.save:
+        try:  # before training: a path that cannot be written would otherwise lose the trained model
+            save_path = writable_model_path(args.save)
+        except ValueError as error:
+            parser.error(str(error))
     th.set_num_threads(args.threads)
 
     algo_class = sb3_pcl.ALGOS[args.algo]
@@ -132,9 +167,9 @@ def main(argv: list[str] | None = None) -> float:
     mean_return, std_return = float(result[0]), float(result[1])  # type: ignore[arg-type]
     print(f"Evaluation return over {args.eval_episodes} episodes: {mean_return:.1f} +/- {std_return:.1f}")
     print(f"Training took {elapsed:.1f}s")
-    if args.save:
-        model.save(args.save)
-        print(f"Saved to {args.save}")
+    if save_path is not None:
+        model.save(save_path)
+        print(f"Saved to {save_path}")
     return float(mean_return)
 
 

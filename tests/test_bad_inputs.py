@@ -9,6 +9,7 @@ minute.
 
 import io
 import os
+import re
 import zipfile
 from typing import Any
 
@@ -317,6 +318,38 @@ def test_truncated_and_foreign_files_are_refused(algo: type, tmp_path: Any) -> N
     for bad in (truncated, foreign, io.BytesIO(b"garbage")):
         with pytest.raises((ValueError, AssertionError, zipfile.BadZipFile), match=r"(?i)zip|no data found"):
             algo.load(bad)
+
+
+@pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
+def test_a_file_with_non_finite_parameters_is_refused_at_load_naming_file_and_tensor(algo: type, tmp_path: Any) -> None:
+    model = build(algo)
+    name, parameter = next(iter(model.policy.named_parameters()))
+    with th.no_grad():
+        parameter.view(-1)[0] = float("nan")
+        parameter.view(-1)[1] = float("inf")
+    path = tmp_path / "diverged.zip"
+    model.save(path)
+    pattern = f"{re.escape(repr(str(path)))} holds non-finite saved parameters: policy.{re.escape(name)} \\(2 of"
+    with pytest.raises(ValueError, match=pattern):
+        algo.load(path)
+    with pytest.raises(ValueError, match="The model file holds non-finite saved parameters"):
+        algo.load(io.BytesIO(path.read_bytes()))
+
+
+def test_non_finite_optimizer_state_is_refused_at_load(tmp_path: Any) -> None:
+    model = build(Reinforce).learn(32)
+    state = next(iter(model.policy.optimizer.state.values()))
+    state["exp_avg_sq"].view(-1)[0] = float("nan")
+    path = tmp_path / "diverged_adam.zip"
+    model.save(path)
+    with pytest.raises(ValueError, match=r"policy\.optimizer\.state\[0\]\.exp_avg_sq \(1 of"):
+        Reinforce.load(path)
+    # the same model with finite tensors loads and predicts what it did
+    state["exp_avg_sq"].view(-1)[0] = 0.0
+    model.save(path)
+    loaded = Reinforce.load(path)
+    obs = np.zeros((3, 4), dtype=np.float32)
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -758,3 +791,54 @@ def test_a_seeded_env_whose_groups_differ_is_still_refused(check_seeding: bool) 
     model = build(Reinforce, env, check_seeding=check_seeding)
     with pytest.raises(ValueError, match=r"copies of groups \[0\] have different first observations.*SharedCurriculum"):
         model.learn(100)
+
+
+class _SpaceEnv(gym.Env):
+    """An env of given spaces whose observations and actions are sampled from them."""
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space):
+        self.observation_space, self.action_space = observation_space, action_space
+        self._t = 0
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> Any:
+        super().reset(seed=seed)
+        self.observation_space.seed(int(self.np_random.integers(2**31)))
+        self._t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> Any:
+        assert self.action_space.contains(np.asarray(action, dtype=self.action_space.dtype)), action
+        self._t += 1
+        return self.observation_space.sample(), 1.0, self._t >= 4, False, {}
+
+
+BOX = spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+@pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
+@pytest.mark.parametrize(
+    "obs_space, action_space, message",
+    [
+        (spaces.Discrete(3, start=1), spaces.Discrete(2), "observation spaces whose values do not start at 0"),
+        (BOX, spaces.Discrete(3, start=-1), "action spaces whose values do not start at 0"),
+        (BOX, spaces.MultiDiscrete([2, 3], start=[0, 1]), "action spaces whose values do not start at 0"),
+        (spaces.Box(-1.0, 1.0, (), np.float32), spaces.Discrete(2), r"scalar Box observation spaces \(shape \(\)\)"),
+    ],
+    ids=["discrete-obs-start", "discrete-action-start", "multidiscrete-action-start", "scalar-box-obs"],
+)
+def test_spaces_sb3s_policies_misread_are_refused_naming_them(
+    algo: type, obs_space: spaces.Space, action_space: spaces.Space, message: str
+) -> None:
+    # Without the check: a one-hot index out of range inside torch, actions outside the env's space, or nn.Flatten
+    # failing on a batch of scalars.
+    with pytest.raises(ValueError, match=f"{algo.__name__} does not support {message}"):
+        build(algo, make_vec_env(lambda: _SpaceEnv(obs_space, action_space), n_envs=ALGOS[algo][2]))
+
+
+@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL], ids=["RecurrentPCL", "RecurrentTrustPCL"])
+def test_recurrent_warm_up_takes_box_actions_of_any_shape(algo: type) -> None:
+    # The uniform warm-up actions are scored by the LSTM policy: (2, 2) actions failed in log_prob.
+    env = make_vec_env(lambda: _SpaceEnv(BOX, spaces.Box(-1.0, 1.0, (2, 2), np.float32)), n_envs=1)
+    model = build(algo, env).learn(120)
+    assert model.replay_buffer.size() > 0 and model._n_updates > 0
+    assert model.predict(np.zeros(2, dtype=np.float32))[0].shape == (2, 2)

@@ -120,3 +120,30 @@ def test_quick_run_refuses_non_positive_budgets(option, value, capsys):
         main([option, value])
     assert error.value.code == 2
     assert f"{option} must be a positive number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "a_folder"])
+def test_quick_run_refuses_an_unwritable_save_path_before_training(where, capsys, tmp_path, monkeypatch):
+    import sb3_pcl.__main__ as cli
+
+    (tmp_path / "notes.txt").write_text("a file")
+    (tmp_path / "models.zip").mkdir()
+    path = {"under_a_file": tmp_path / "notes.txt" / "model", "a_folder": tmp_path / "models"}[where]
+    built = []
+    monkeypatch.setattr(cli, "make_vec_env", lambda *args, **kwargs: built.append(args))
+    with pytest.raises(SystemExit) as error:
+        main(["--steps", "300", "--save", str(path)])
+    assert error.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--save {path}:" in err and ("cannot write the model to" in err or "is a folder" in err)
+    assert built == []  # refused before any env was built or any step trained
+
+
+def test_writable_model_path_leaves_nothing_behind_and_keeps_an_existing_file(tmp_path):
+    from sb3_pcl.__main__ import writable_model_path
+
+    assert writable_model_path(str(tmp_path / "sub" / "m")) == tmp_path / "sub" / "m.zip"
+    assert not (tmp_path / "sub" / "m.zip").exists() and (tmp_path / "sub").is_dir()
+    (tmp_path / "old.zip").write_bytes(b"previous model")
+    assert writable_model_path(str(tmp_path / "old.zip")) == tmp_path / "old.zip"
+    assert (tmp_path / "old.zip").read_bytes() == b"previous model"

@@ -839,6 +839,149 @@ def test_unseedable_env_falls_back_to_unsynchronized_groups_with_a_warning():
     assert model.num_timesteps >= 10 and model._n_updates >= 1
 
 
+class CoinEnv(gym.Env):
+    """An env whose reset ignores the seed and has only two distinct first observations (drawn from np.random)."""
+
+    observation_space = spaces.Discrete(2)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return int(np.random.randint(2)), {}
+
+    def step(self, action):
+        self._t += 1
+        return int(np.random.randint(2)), float(action), self._t >= 3, False, {}
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_unseedable_env_under_vec_frame_stack_falls_back(algo):
+    # VecFrameStack returns its one stacking buffer at every reset: the probe must compare copies of it.
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    class Unseeded(gym.Env):
+        observation_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        action_space = spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            self._t = 0
+            return np.random.uniform(-1, 1, size=2).astype(np.float32), {}
+
+        def step(self, action):
+            self._t += 1
+            return np.random.uniform(-1, 1, size=2).astype(np.float32), 1.0, self._t >= 4, False, {}
+
+    model = algo("MlpPolicy", VecFrameStack(DummyVecEnv([Unseeded] * 2), 3), seed=0)
+    with pytest.warns(UserWarning, match="unsynchronized groups"):
+        model.learn(40)
+    assert model._synchronized is False and model._n_updates >= 1
+
+
+@pytest.mark.parametrize("n_envs", [1, 2, 4])
+def test_unseedable_env_with_two_first_observations_always_falls_back(n_envs):
+    # Two resets of such an env agree by chance half the time (per env): every learn() must still fall back.
+    for seed in range(12):
+        model = Reinforce("MlpPolicy", DummyVecEnv([CoinEnv] * n_envs), seed=seed)
+        with pytest.warns(UserWarning, match="unsynchronized groups"):
+            model.learn(60)
+        assert model._synchronized is False
+
+
+def test_group_sync_error_of_a_seedable_env_is_still_raised():
+    # The stronger probe must not hide groups that really drift apart on an env whose reset honours the seed.
+    from sb3_pcl.common.episodes import GroupSyncError
+
+    class Drifting(gym.Env):
+        observation_space = spaces.Box(0.0, 100.0, shape=(1,), dtype=np.float32)
+        action_space = spaces.Discrete(2)
+
+        def __init__(self, offset):
+            self.offset = offset
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.array([self.offset], dtype=np.float32), {}
+
+        def step(self, action):
+            return np.array([self.offset], dtype=np.float32), 0.0, True, False, {}
+
+    model = Reinforce("MlpPolicy", DummyVecEnv([lambda: Drifting(0.0), lambda: Drifting(1.0)]), seed=0)
+    with pytest.raises(GroupSyncError, match="copies of groups \\[0\\] have different first observations"):
+        model.learn(10)
+
+
+class MatrixActionEnv(gym.Env):
+    """Box actions of shape (2, 2), checked in ``step``."""
+
+    observation_space = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
+    action_space = spaces.Box(-1.0, 1.0, shape=(2, 2), dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self.np_random.uniform(-1, 1, size=3).astype(np.float32), {}
+
+    def step(self, action):
+        assert np.shape(action) == (2, 2)
+        self._t += 1
+        return self.np_random.uniform(-1, 1, size=3).astype(np.float32), -float(np.sum(action**2)), self._t >= 4, False, {}
+
+
+@pytest.mark.parametrize("policy", ["MlpPolicy", "MlpLstmPolicy"])
+@pytest.mark.parametrize("algo", ALGOS)
+def test_matrix_box_actions_learn_and_predict(algo, policy):
+    model = algo(policy, DummyVecEnv([MatrixActionEnv] * 2), seed=0)
+    model.learn(40)
+    batch = model._batch
+    assert batch.actions.shape[2:] == (2, 2)
+    # the log-probabilities evaluated for the loss are those of the collection
+    log_prob, _ = model._evaluate_batch(batch)
+    assert th.all(th.isfinite(log_prob))
+    actions, _ = model.predict(np.zeros(3, dtype=np.float32))
+    assert actions.shape == (2, 2)
+
+
+def test_matrix_box_actions_evaluate_to_the_collected_log_probs():
+    model = Reinforce("MlpPolicy", DummyVecEnv([MatrixActionEnv] * 2), seed=0, learning_rate=0.0)
+    model.learn(20)
+    batch = model._batch
+    log_prob, _ = model._evaluate_batch(batch)
+    expected = np.where(batch.mask > 0, batch.log_probs, 0.0)
+    np.testing.assert_allclose(log_prob.detach().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+class KeepRewardAxis(VecEnvWrapper):
+    """Returns the rewards as ``(n_envs, 1)`` (or another shape) as some wrappers do."""
+
+    def __init__(self, venv, shape_of):
+        super().__init__(venv)
+        self.shape_of = shape_of
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        obs, rewards, dones, infos = self.venv.step_wait()
+        return obs, np.resize(rewards, self.shape_of(len(rewards))), dones, infos
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_rewards_of_shape_n_envs_by_1_train_as_flat_rewards(algo):
+    flat = algo("MlpPolicy", cartpole(2), seed=3, max_steps=20).learn(40)  # each model seeds the global RNGs
+    column = algo("MlpPolicy", KeepRewardAxis(cartpole(2), lambda n: (n, 1)), seed=3, max_steps=20).learn(40)
+    np.testing.assert_array_equal(column._batch.rewards, flat._batch.rewards)
+    for a, b in zip(flat.policy.parameters(), column.policy.parameters(), strict=True):
+        assert th.equal(a, b)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_rewards_of_another_shape_are_refused_naming_the_shape(algo):
+    model = algo("MlpPolicy", KeepRewardAxis(cartpole(2), lambda n: (n, 2)), seed=3)
+    with pytest.raises(ValueError, match=re.escape("rewards of shape (2, 2): expected one scalar reward per env")):
+        model.learn(10)
+
+
 def test_unsupported_action_space_uses_sb3_check():
     class BinaryEnv(gym.Env):
         observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)

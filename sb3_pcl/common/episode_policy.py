@@ -65,6 +65,8 @@ def evaluate_episodes(
         valid_actions = valid_actions.long().flatten()
     elif isinstance(policy.action_space, spaces.MultiDiscrete):
         valid_actions = valid_actions.long()
+    elif isinstance(policy.action_space, spaces.Box):
+        valid_actions = valid_actions.reshape(len(valid_actions), -1)  # SB3's distributions take flat Box actions
     _, valid_log_prob, valid_entropy = policy.evaluate_actions(obs, valid_actions)  # type: ignore[arg-type]
     selected = th.as_tensor(valid, device=policy.device)
     log_prob = th.zeros(mask.shape, device=policy.device)

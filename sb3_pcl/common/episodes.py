@@ -262,7 +262,9 @@ def check_seeded_resets(env: VecEnv, num_samples: int, base_seed: int) -> np.nda
     for _ in range(2):
         set_reset_seeds(env, seeds)
         obs = _array_obs(env.reset())
-        observations.append(original_observations(env, obs))
+        # A copy: a wrapper may return the same buffer at every reset (VecFrameStack's stack), which the next
+        # reset overwrites, and two references to one buffer always compare equal.
+        observations.append(copy_obs(original_observations(env, obs)))
         reset_infos.append([dict(info) for info in env.unwrapped.reset_infos])
     if not np.array_equal(flat_rows(observations[0]), flat_rows(observations[1])):
         raise UnseedableEnvError(
@@ -379,6 +381,22 @@ def _stored_array(array: np.ndarray, what: str) -> np.ndarray:
     return check_storable(array, dtype, what, "env index", _FINITE_HINT)
 
 
+def _step_rewards(rewards: Any, n_envs: int) -> np.ndarray:
+    """
+    :param rewards: the rewards a VecEnv's ``step`` returned
+    :param n_envs: its number of envs
+    :return: them as an ``(n_envs,)`` array (also from ``(n_envs, 1)``, as wrappers that keep a trailing axis return)
+    :raises ValueError: naming the shape unless there is one reward per env
+    """
+    array = np.asarray(rewards)
+    if array.ndim == 0 or array.shape[0] != n_envs or array.size != n_envs:
+        raise ValueError(
+            f"the VecEnv's step returned rewards of shape {array.shape}: expected one scalar reward per env, shape "
+            f"({n_envs},) (or ({n_envs}, 1)); a vector reward must be reduced to a scalar in the env (e.g. its sum)"
+        )
+    return array.reshape(n_envs)
+
+
 def _play_pass(
     env: VecEnv,
     policy: ActorCriticPolicy,
@@ -424,6 +442,7 @@ def _play_pass(
         valid = alive.copy()
         observations.append(copy_obs(obs))
         actions.append(sampled_actions)
+        step_rewards = _step_rewards(step_rewards, n_envs)
         rewards.append(check_storable(step_rewards, np.float32, "reward", "env index", _FINITE_HINT))
         masks.append(valid.astype(np.float32))
         starts.append(episode_starts)

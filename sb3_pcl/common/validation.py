@@ -4,6 +4,7 @@ entering storage, env outputs entering the policy, and the finiteness of every u
 """
 
 import math
+import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -246,11 +247,43 @@ def check_observation_space(algorithm: str, observation_space: spaces.Space, dic
         raise ValueError(
             f"{algorithm} does not support {supported} observation spaces (got {observation_space}): {FLATTEN_HINT}"
         )
+    subspaces = {"": observation_space}
     if isinstance(observation_space, spaces.Dict):
         try:
-            dict_subspaces(observation_space)
+            subspaces = {f" (key {key!r})": space for key, space in dict_subspaces(observation_space).items()}
         except ValueError as error:
             raise ValueError(f"{algorithm}: {error}") from None
+    for where, space in subspaces.items():
+        if isinstance(space, spaces.Box) and space.shape == ():
+            raise ValueError(
+                f"{algorithm} does not support scalar Box observation spaces (shape ()){where}, got {space}: SB3's "
+                "feature extractors need at least one axis; reshape the observations to shape (1,), e.g. with "
+                "gymnasium.wrappers.ReshapeObservation(env, (1,))"
+            )
+
+
+def check_zero_based(algorithm: str, space: spaces.Space, what: str) -> None:
+    """
+    Refuse ``Discrete`` and ``MultiDiscrete`` spaces whose values do not start at 0 (``start`` of Gymnasium's spaces):
+    SB3's policies read such observations as one-hot vectors of ``0 .. n - 1`` (a value ``>= n`` fails inside torch)
+    and sample such actions in ``0 .. n - 1`` (values outside the env's space).
+
+    :param algorithm: the algorithm's name, for the message
+    :param space: an observation or action space (the sub-spaces of a ``Dict`` are checked too)
+    :param what: ``"observation"`` or ``"action"``, for the message
+    :raises ValueError: naming the space and what to do instead
+    """
+    if isinstance(space, spaces.Dict):
+        for subspace in space.spaces.values():
+            check_zero_based(algorithm, subspace, what)
+        return
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)) and np.any(np.asarray(space.start) != 0):
+        raise ValueError(
+            f"{algorithm} does not support {what} spaces whose values do not start at 0 (got {space}): SB3's policies "
+            f"{'read' if what == 'observation' else 'send'} the values 0 .. n - 1. Shift the {what}s by the space's "
+            "start with a wrapper (e.g. gymnasium.wrappers.Transform"
+            f"{'Observation' if what == 'observation' else 'Action'}) and give it a space with start=0"
+        )
 
 
 def check_policy_observation_space(algorithm: str, policy_class: type, observation_space: spaces.Space) -> None:
@@ -295,11 +328,66 @@ def check_policy_class(algorithm: str, policy_class: type, policy_aliases: dict[
 RECURRENT_HINT = "use sb3_pcl.RecurrentPCL or RecurrentTrustPCL"
 
 
-class ObservationSpaceChecks:
+def _non_finite_tensors(value: Any, name: str) -> list[str]:
+    """:return: ``name.key[index] (n of m values NaN or inf)`` for each float tensor in ``value`` (nested dicts, lists)"""
+    if isinstance(value, th.Tensor):
+        if not value.is_floating_point():
+            return []
+        n_bad = int((~th.isfinite(value.detach())).sum())
+        return [f"{name} ({n_bad} of {value.numel()} values NaN or inf)"] if n_bad else []
+    items: Any = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    return [
+        bad
+        for key, item in items
+        for bad in _non_finite_tensors(item, f"{name}.{key}" if isinstance(key, str) else f"{name}[{key}]")
+    ]
+
+
+def check_finite_parameters(model: Any, source: str) -> None:
+    """
+    Refuse a model whose saved tensors (network parameters and buffers, optimizer states, PyTorch variables) hold NaN
+    or inf: predicting or training with them fails later, deep inside torch, or gives NaN actions.
+
+    :param model: the model, after ``load`` restored its tensors
+    :param source: where they came from, for the message (the file)
+    :raises ValueError: naming ``source`` and the tensors that are not finite
+    """
+    bad = [item for name, state in model.get_parameters().items() for item in _non_finite_tensors(state, name)]
+    for name in model._get_torch_save_params()[1]:
+        variable = model
+        for part in name.split("."):
+            variable = getattr(variable, part, None)
+        bad.extend(_non_finite_tensors(variable, name))
+    if bad:
+        shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise ValueError(
+            f"{source} holds non-finite saved parameters: {shown}. The model diverged before it was saved (or the "
+            "file was altered): load an earlier checkpoint, or train again with a smaller learning rate or clipping"
+        )
+
+
+class ModelFileChecks:
+    """Mixin (before SB3's base class) that refuses, at ``load``, a model file whose saved tensors are not finite."""
+
+    @classmethod
+    def load(cls, path: Any, *args: Any, **kwargs: Any) -> Any:
+        """SB3's ``load``, then :func:`check_finite_parameters` (a ``ValueError`` naming the file and the tensors)."""
+        model = super().load(path, *args, **kwargs)  # type: ignore[misc]
+        check_finite_parameters(
+            model, f"The model file {str(path)!r}" if isinstance(path, (str, os.PathLike)) else "The model file"
+        )
+        return model
+
+
+class ObservationSpaceChecks(ModelFileChecks):
     """
     Mixin (before SB3's base class) that refuses unsupported observation spaces on every path: the env given to the
     constructor, ``set_env`` or ``load`` (see :func:`check_observation_space`), and the ``MultiInputPolicy`` name
-    where the class has none.
+    where the class has none; and, through :class:`ModelFileChecks`, model files with non-finite tensors.
     """
 
     #: whether the class takes ``Dict`` observation spaces (``MultiInputPolicy``)
@@ -307,8 +395,10 @@ class ObservationSpaceChecks:
 
     @classmethod
     def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
-        """SB3's wrapping, after a clear error for observation spaces the algorithm does not take."""
+        """SB3's wrapping, after a clear error for the spaces the algorithm does not take."""
         check_observation_space(cls.__name__, env.observation_space, cls.supports_dict_observations)
+        check_zero_based(cls.__name__, env.observation_space, "observation")
+        check_zero_based(cls.__name__, env.action_space, "action")
         return super()._wrap_env(env, verbose, monitor_wrapper)  # type: ignore[misc]
 
     def _get_policy_from_name(self, policy_name: str) -> Any:

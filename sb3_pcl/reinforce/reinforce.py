@@ -45,6 +45,10 @@ from sb3_pcl.reinforce.policies import CnnLstmPolicy, CnnPolicy, MlpLstmPolicy, 
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
+#: Probes (each two resets with the same seeds) that must all agree, after the groups of a batch started differently,
+#: before the env is taken as seedable and the groups as drifted apart (a ``GroupSyncError``).
+_SEEDING_PROBES = 16
+
 #: Attributes of the models saved by sb3_pcl 0.1.0 that no longer exist (dropped when such a model is loaded).
 _OLD_SAVE_ATTRIBUTES = (
     "tau_schedule",
@@ -272,6 +276,12 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
                 check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
             except UnseedableEnvError as error:
                 self._desynchronize(error)
+            except GroupSyncError:
+                # The two resets agreed, maybe by chance (an env with few distinct first observations): probe more.
+                unseedable = self._unseedable_env_error()
+                if unseedable is None:
+                    raise
+                self._desynchronize(unseedable)
 
     def _desynchronize(self, error: ValueError) -> None:
         """Play the next batches without requiring the ``K`` copies of a group to start identically, and say so."""
@@ -285,15 +295,20 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         )
 
     def _unseedable_env_error(self) -> UnseedableEnvError | None:
-        """:return: the error of the first of three probes (two resets with the same seeds) that differ, else ``None``"""
+        """
+        :return: the error of the first of :data:`_SEEDING_PROBES` probes (two resets with the same seeds) that
+            differ, else ``None``. So many: an env whose reset ignores the seed but has few distinct first
+            observations (two, say) gives equal resets by chance, and each probe that agrees by chance halves (or
+            less) the odds that all of them do.
+        """
         assert self.env is not None
-        try:
-            for _ in range(3):
+        for _ in range(_SEEDING_PROBES):
+            try:
                 check_seeded_resets(self.env, self.num_samples, self._draw_base_seed())
-        except UnseedableEnvError as error:
-            return error
-        except GroupSyncError:
-            return None  # the resets agree: the groups themselves differ
+            except UnseedableEnvError as error:
+                return error
+            except GroupSyncError:
+                continue  # the resets agree but the groups differ: by chance too, so the next probes still count
         return None
 
     def _draw_base_seed(self) -> int:

@@ -61,6 +61,8 @@ def evaluate_recurrent_episodes(
     flat_actions = th.as_tensor(actions.swapaxes(0, 1).reshape(n_envs * n_steps, *actions.shape[2:]), device=policy.device)
     if isinstance(policy.action_space, (spaces.Discrete, spaces.MultiDiscrete)):
         flat_actions = flat_actions.long()
+    elif isinstance(policy.action_space, spaces.Box):
+        flat_actions = flat_actions.reshape(n_envs * n_steps, -1)  # SB3's distributions take flat Box actions
     starts = th.zeros(n_envs * n_steps, device=policy.device)
     _, log_prob, entropy = policy.evaluate_actions(obs, flat_actions, initial_recurrent_states(policy, n_envs), starts)
     return log_prob.reshape(n_envs, n_steps).T, entropy.reshape(n_envs, n_steps).T

@@ -459,7 +459,7 @@ class MlpPrevActionLstmPolicy(RecurrentActorCriticPolicy):
             return actions.long().reshape(-1)
         if isinstance(self.action_space, spaces.MultiDiscrete):
             return actions.long().reshape(actions.shape[0], -1)
-        return actions.float().reshape(actions.shape[0], *self.action_space.shape)  # type: ignore[misc]
+        return actions.float().reshape(actions.shape[0], -1)  # SB3's distributions take flat Box / MultiBinary actions
 
     def act(
         self,
