@@ -377,10 +377,13 @@ class ModelFileChecks:
     def load(cls, path: Any, *args: Any, **kwargs: Any) -> Any:
         """SB3's ``load``, then :func:`check_finite_parameters` (a ``ValueError`` naming the file and the tensors)."""
         model = super().load(path, *args, **kwargs)  # type: ignore[misc]
-        check_finite_parameters(
-            model, f"The model file {str(path)!r}" if isinstance(path, (str, os.PathLike)) else "The model file"
-        )
+        check_finite_parameters(model, model_file_description(path))
         return model
+
+
+def model_file_description(path: Any) -> str:
+    """:return: how an error message names the model file ``load`` read (a path, or an open file)"""
+    return f"The model file {str(path)!r}" if isinstance(path, (str, os.PathLike)) else "The model file"
 
 
 class ObservationSpaceChecks(ModelFileChecks):

@@ -40,13 +40,16 @@ from sb3_pcl.common.validation import (
     check,
     check_budget,
     check_env_outputs,
+    check_finite_parameters,
     check_finite_update,
     check_observation_space,
     check_policy_class,
     check_policy_name,
     check_policy_observation_space,
     check_saved_by,
+    check_zero_based,
     is_real,
+    model_file_description,
 )
 from sb3_pcl.pcl import value_fits
 from sb3_pcl.pcl.actor import PCLActor
@@ -288,9 +291,18 @@ class PCL(OffPolicyAlgorithm):
     # ------------------------------------------------------------------ setup
     @classmethod
     def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
-        """SB3's wrapping, after a clear error for observation spaces the algorithm does not take."""
+        """SB3's wrapping, after a clear error for the spaces the algorithm does not take."""
         check_observation_space(cls.__name__, env.observation_space, cls.supports_dict_observations)
+        check_zero_based(cls.__name__, env.observation_space, "observation")
+        check_zero_based(cls.__name__, env.action_space, "action")
         return super()._wrap_env(env, verbose, monitor_wrapper)
+
+    @classmethod
+    def load(cls: type[SelfPCL], path: Any, *args: Any, **kwargs: Any) -> SelfPCL:  # type: ignore[override]
+        """SB3's ``load``, then a ``ValueError`` naming the file and the tensors if a saved tensor is not finite."""
+        model = super().load(path, *args, **kwargs)
+        check_finite_parameters(model, model_file_description(path))
+        return model
 
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
         """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none."""
