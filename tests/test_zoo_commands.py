@@ -71,7 +71,7 @@ def test_without_the_zoo_extra_the_message_names_the_extra(module, tmp_path):
     code = f"import runpy, sys; sys.modules['rl_zoo3'] = None; runpy.run_module({module!r}, run_name='__main__')"
     result = subprocess.run([sys.executable, "-c", code, "train"], capture_output=True, text=True, cwd=tmp_path, check=False)
     assert result.returncode != 0
-    assert 'pip install "sb3-pcl[zoo]"' in result.stderr and "'rl_zoo3' is not installed" in result.stderr
+    assert 'pip install -e ".[zoo]" in the sb3_pcl checkout' in result.stderr and "'rl_zoo3' is not installed" in result.stderr
 
 
 def test_record_video_writes_a_video_of_our_model(zoo_run, tmp_path, monkeypatch):
@@ -144,7 +144,10 @@ def test_push_to_hub_uploads_a_model_card_that_names_sb3_pcl_and_the_class(zoo_r
     assert FakeHfApi.calls[-1][1] == {"repo_id": "someone/pcl-CartPole-v1", "commit_message": "first"}
     uploaded = FakeHfApi.uploads
     card = (uploaded / "README.md").read_text()
-    assert "pip install sb3-pcl" in card and 'pip install "sb3-pcl[zoo]"' in card
+    # sb3_pcl is on no index: the card installs it from the metadata's source URL, never with a bare `pip install sb3-pcl`
+    source = push_to_hub.SOURCE
+    assert source.startswith("https://") and f"git clone {source} && " in card and "[zoo]" in card
+    assert "pip install sb3-pcl" not in card and "pypi.org" not in card
     assert "from sb3_pcl import PCL" in card and "PCL.load(checkpoint)" in card
     assert 'load_from_hub("someone/pcl-CartPole-v1", "pcl-CartPole-v1.zip")' in card
     assert "python -m sb3_pcl.zoo enjoy --algo pcl" in card and "rl_zoo3.enjoy" not in card

@@ -5,8 +5,8 @@ Package a trained model for the Hugging Face Hub: ``python -m sb3_pcl.zoo.push_t
 The options are those of ``python -m rl_zoo3.push_to_hub``. The repository gets what rl-zoo3 uploads (the model,
 its ``config.yml`` / ``args.yml`` / ``env_kwargs.yml``, VecNormalize statistics, the training and evaluation logs,
 ``results.json`` of a fresh evaluation, a replay video unless ``--no-render``) and a model card that says how to
-install ``sb3-pcl`` and which class loads the model: rl-zoo3's own card tells users to run ``rl_zoo3.enjoy``, which
-does not know our algorithms. Log in first (``hf auth login``) or pass ``--token``.
+install sb3_pcl (from its source: it is on no package index) and which class loads the model: rl-zoo3's own card
+tells users to run ``rl_zoo3.enjoy``, which does not know our algorithms. Log in first (``hf auth login``) or pass ``--token``.
 """
 
 import argparse
@@ -35,6 +35,10 @@ from stable_baselines3.common.vec_env import VecEnv, VecVideoRecorder, unwrap_ve
 import sb3_pcl
 from sb3_pcl.zoo.register import register_algorithms
 
+#: where sb3_pcl's source is published (``Source`` of ``[project.urls]`` in ``pyproject.toml``): the model card installs
+#: sb3_pcl from it, as the package is on no index
+SOURCE = "https://github.com/sb3-pcl/sb3_pcl"
+
 
 def model_card(
     algo: str, env_id: str, repo_id: str, mean_reward: float, std_reward: float, hyperparams: dict[str, Any], env_kwargs: dict
@@ -50,19 +54,23 @@ def model_card(
     :return: the model card (Markdown, without the metadata header)
     """
     class_name = sb3_pcl.ALGOS[algo].__name__
+    source = SOURCE
+    checkout = source.rstrip("/").rsplit("/", 1)[-1]
     organization = repo_id.split("/")[0]
     filename = f"{algo}-{env_id}.zip"
     card = f"""
 # **{class_name}** agent playing **{env_id}**
 
-A **{class_name}** agent trained on **{env_id}** with [sb3_pcl](https://pypi.org/project/sb3-pcl/) {sb3_pcl.__version__},
+A **{class_name}** agent trained on **{env_id}** with [sb3_pcl]({source}) {sb3_pcl.__version__},
 a plugin of the [Stable-Baselines3](https://github.com/DLR-RM/stable-baselines3) library, and the
 [RL Zoo](https://github.com/DLR-RM/rl-baselines3-zoo). Mean evaluation return: {mean_reward:.2f} +/- {std_reward:.2f}.
 
 ## Usage (Python)
 
+sb3_pcl is on no package index: install it from its source.
+
 ```bash
-pip install sb3-pcl huggingface_sb3
+git clone {source} && pip install torch==2.13.0 && pip install -e "./{checkout}" huggingface_sb3
 ```
 
 ```python
@@ -79,7 +87,7 @@ model = {class_name}.load(checkpoint)
 `{class_name}` is not one of rl-zoo3's algorithms: run the zoo's commands through `sb3_pcl.zoo`, which registers it.
 
 ```bash
-pip install "sb3-pcl[zoo]"
+pip install -e "./{checkout}[zoo]"
 python -m sb3_pcl.zoo load_from_hub --algo {algo} --env {env_id} -orga {organization} -f logs/
 python -m sb3_pcl.zoo enjoy --algo {algo} --env {env_id} -f logs/
 ```
