@@ -33,7 +33,7 @@ extensions = [
     "sphinx_rtd_theme",
 ]
 root_doc = "docs/index"
-include_patterns = ["README.md", "CHANGELOG.md", "docs/**", "benchmarks/*.md", "benchmarks/**/*.md"]
+include_patterns = ["README.md", "RESULTS.md", "CHANGELOG.md", "docs/**", "benchmarks/*.md", "benchmarks/**/*.md"]
 exclude_patterns = ["docs/_build/**", "**/.*"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 
