@@ -131,3 +131,13 @@ def test_an_explicit_optimizer_choice_is_kept():
     assert model.policy_kwargs["optimizer_kwargs"] == {"foreach": False}
     assert not model.policy.optimizer.param_groups[0]["fused"]
     assert th.optim.Adam is model.policy.optimizer_class
+
+
+@pytest.mark.repo
+def test_the_tests_extra_leaves_the_heavy_integrations_to_their_own_extra():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    names = {re.split(r"[\[<>=!~ ]", requirement)[0] for requirement in extras["tests"]}
+    assert not names & {"ray", "minari", "jax", "jaxlib", "onnx", "onnxruntime"}, sorted(names)
+    assert set(extras["integrations"]) >= {"sb3-pcl[ray,minari,onnx]"}
+    ci = (REPO / ".ci" / "run").read_text()
+    assert 'pip install -e ".[integrations]"' in ci and "SB3_PCL_INTEGRATIONS=required" in ci
