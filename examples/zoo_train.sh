@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Train, watch and tune PCL with rl-zoo3's scripts (see docs/zoo.md); one to two minutes with the default budgets.
-# Needs the zoo extra: pip install -e ".[zoo]"  (or pip install "sb3-pcl[zoo]")
+# Needs the zoo extra: pip install -e ".[zoo]" in the sb3_pcl checkout
 # Usage: examples/zoo_train.sh [ENV_ID]  (STEPS=... TRIALS=... OPT_STEPS=... to change the budgets)
 set -euo pipefail
 

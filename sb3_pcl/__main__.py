@@ -19,7 +19,7 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize, sync_envs_normalization
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize, sync_envs_normalization
 
 import sb3_pcl
 from sb3_pcl.common.hyperparams import load_hyperparams
@@ -138,17 +138,22 @@ def main(argv: list[str] | None = None) -> float:
     steps = args.steps if args.steps is not None else int(entry.n_timesteps or 100_000)
     # the algorithmic tasks train on AlgorithmicVecEnv: the same results as DummyVecEnv, in less time
     vec_env_cls = AlgorithmicVecEnv if args.env in ALGORITHMIC_ENV_IDS else DummyVecEnv
+    # the entry's wrappers in rl-zoo3's order: env_wrapper (each env), vec_env_wrapper, VecNormalize, frame_stack
+    wrapper_class = entry.wrap_env if entry.env_wrappers else None
     env = make_vec_env(
         args.env,
         n_envs=entry.n_envs,
         seed=args.seed,
         env_kwargs=entry.env_kwargs,
+        wrapper_class=wrapper_class,
         vec_env_cls=vec_env_cls,  # type: ignore[arg-type]  # any VecEnv class with DummyVecEnv's constructor
     )
     for wrapper, wrapper_kwargs in entry.vec_env_wrappers:  # e.g. SharedCurriculum for the algorithmic tasks
         env = wrapper(env, **wrapper_kwargs)
     if entry.normalize is not None:
         env = VecNormalize(env, gamma=hyperparams.get("gamma", 0.99), **entry.normalize)
+    if entry.frame_stack is not None:
+        env = VecFrameStack(env, entry.frame_stack)
     model = algo_class(env=env, seed=args.seed, verbose=args.verbose, **hyperparams)
     callbacks = [callback(**callback_kwargs) for callback, callback_kwargs in entry.callbacks]
     print(
@@ -159,10 +164,15 @@ def main(argv: list[str] | None = None) -> float:
     start = time.perf_counter()
     model.learn(steps, callback=[*callbacks, ProgressLine(steps, args.log_interval)])
     elapsed = time.perf_counter() - start
-    eval_env = make_vec_env(args.env, n_envs=1, seed=args.seed + 1000, env_kwargs=entry.env_kwargs)
+    eval_env = make_vec_env(
+        args.env, n_envs=1, seed=args.seed + 1000, env_kwargs=entry.env_kwargs, wrapper_class=wrapper_class
+    )
     if entry.normalize is not None:
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
-        sync_envs_normalization(env, eval_env)
+    if entry.frame_stack is not None:
+        eval_env = VecFrameStack(eval_env, entry.frame_stack)
+    if entry.normalize is not None:
+        sync_envs_normalization(env, eval_env)  # the two envs have the same wrappers, in the same order
     result = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True)
     mean_return, std_return = float(result[0]), float(result[1])  # type: ignore[arg-type]
     print(f"Evaluation return over {args.eval_episodes} episodes: {mean_return:.1f} +/- {std_return:.1f}")

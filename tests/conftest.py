@@ -6,6 +6,24 @@ from collections.abc import Iterator
 import pytest
 import torch as th
 
+#: the integrations that are in no default extra (pyproject.toml: integrations): their tests skip without them, unless
+#: CI sets SB3_PCL_INTEGRATIONS=required after installing them, where a missing one fails the run instead
+INTEGRATIONS = ("ray", "minari", "h5py", "jax", "onnx", "onnxruntime")
+
+
+def _import_or_fail(modname: str, minversion: str | None = None, reason: str | None = None, **kwargs: object) -> object:
+    """``pytest.importorskip`` that raises instead of skipping for the integrations CI requires."""
+    if modname.split(".")[0] in INTEGRATIONS:
+        import importlib
+
+        return importlib.import_module(modname)
+    return _importorskip(modname, minversion=minversion, reason=reason, **kwargs)  # type: ignore[arg-type]
+
+
+_importorskip = pytest.importorskip
+if os.environ.get("SB3_PCL_INTEGRATIONS") == "required":
+    pytest.importorskip = _import_or_fail  # type: ignore[assignment]
+
 
 @pytest.fixture(autouse=True)
 def _single_torch_thread() -> Iterator[None]:

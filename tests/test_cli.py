@@ -147,3 +147,44 @@ def test_writable_model_path_leaves_nothing_behind_and_keeps_an_existing_file(tm
     (tmp_path / "old.zip").write_bytes(b"previous model")
     assert writable_model_path(str(tmp_path / "old.zip")) == tmp_path / "old.zip"
     assert (tmp_path / "old.zip").read_bytes() == b"previous model"
+
+
+def test_env_wrapper_and_frame_stack_are_read_and_applied_by_the_main_job(tmp_path, monkeypatch, capsys):
+    import gymnasium as gym
+
+    from sb3_pcl import __main__ as main_job
+    from sb3_pcl.common import hyperparams
+
+    entry = {
+        "env_wrapper": ["gymnasium.wrappers.TimeAwareObservation"],
+        "frame_stack": 3,
+        "learning_starts": 10,
+        "batch_size": 4,
+        "train_freq": 8,
+        "policy_kwargs": "dict(net_arch=[8])",
+    }
+    (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"CartPole-v1": entry}))
+    parsed = load_hyperparams("pcl", "CartPole-v1", tmp_path)
+    assert parsed.env_wrappers == [(gym.wrappers.TimeAwareObservation, {})] and parsed.frame_stack == 3
+    assert "env_wrapper" not in parsed.kwargs and "frame_stack" not in parsed.kwargs
+    assert isinstance(parsed.wrap_env(gym.make("CartPole-v1")), gym.wrappers.TimeAwareObservation)
+    # python -m sb3_pcl trains on the wrapped, stacked env: 3 stacked observations of CartPole's 4 values and the time
+    built = []
+    monkeypatch.setattr(main_job, "load_hyperparams", lambda algo, env_id: load_hyperparams(algo, env_id, tmp_path))
+    real_class = sb3_pcl.ALGOS["pcl"]
+
+    class Recording(real_class):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, env, **kwargs):
+            built.append(env)
+            super().__init__(*args, env=env, **kwargs)
+
+    monkeypatch.setitem(sb3_pcl.ALGOS, "pcl", Recording)
+    main_job.main(["--algo", "pcl", "--env", "CartPole-v1", "--steps", "200", "--eval-episodes", "2"])
+    (env,) = built
+    assert env.observation_space.shape == (15,)
+    # the evaluation env has the same wrappers (the model could not act on it otherwise)
+    assert "Evaluation return over 2 episodes" in capsys.readouterr().out
+    for bad in (0, -2, "3", True):
+        (tmp_path / "pcl.yml").write_text(yaml.safe_dump({"CartPole-v1": {"frame_stack": bad}}))
+        with pytest.raises(ValueError, match="frame_stack"):
+            hyperparams.load_hyperparams("pcl", "CartPole-v1", tmp_path)

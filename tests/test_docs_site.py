@@ -8,6 +8,7 @@ then runs this file with it).
 """
 
 import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -118,3 +119,98 @@ def test_the_site_root_leads_to_the_index(tmp_path):
     assert 'url=docs/index.html"' in root.read_text()
     assert not broken_internal_links(root, root.read_text())
     assert "Path-consistency learning" in render(SITE / "docs" / "index.html", tmp_path / "profile")
+
+
+class Structure(HTMLParser):
+    """What the checks below read in a rendered page: documented objects, equations and the sidebar's links."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.objects: list[str] = []  # ids of the documented objects (``dt`` of autodoc)
+        self.descriptions: dict[str, int] = {}  # characters of text in each object's description (its ``dd``)
+        self.math, self.rendered_math, self.math_errors = 0, 0, 0
+        self.sidebar: list[str] = []
+        self._current: str | None = None
+        self._in_dd = 0
+        self._in_math = False
+        self._in_sidebar = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        classes = (values.get("class") or "").split()
+        if tag == "dt" and "sig-object" in classes and (values.get("id") or "").startswith("sb3_pcl"):
+            self._current = values["id"]
+            self.objects.append(self._current)  # type: ignore[arg-type]
+            self.descriptions[self._current] = 0  # type: ignore[index]
+        elif tag == "dd" and (self._current is not None or self._in_dd):
+            self._in_dd += 1
+        if "math" in classes and tag in ("span", "div"):
+            self.math += 1
+            self._in_math = True
+        if tag == "mjx-container" and self._in_math:
+            self.rendered_math += 1
+            self._in_math = False
+        if tag == "mjx-merror":
+            self.math_errors += 1
+        if tag == "div" and "wy-menu" in classes:
+            self._in_sidebar = 1
+        elif tag == "div" and self._in_sidebar:
+            self._in_sidebar += 1
+        if tag == "a" and self._in_sidebar and values.get("href"):
+            self.sidebar.append(values["href"])  # type: ignore[arg-type]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "dd" and self._in_dd:
+            self._in_dd -= 1
+            if not self._in_dd:
+                self._current = None
+        if tag == "div" and self._in_sidebar:
+            self._in_sidebar -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._in_dd and self._current is not None:
+            self.descriptions[self._current] += len(data.strip())
+
+
+def structure(dom: str) -> Structure:
+    """:return: the documented objects, equations and sidebar links of a rendered page"""
+    parsed = Structure()
+    parsed.feed(dom)
+    return parsed
+
+
+API_PAGES = sorted(path.stem for path in (Path(__file__).resolve().parents[1] / "docs" / "api").glob("*.rst"))
+
+
+@pytest.mark.parametrize("name", API_PAGES)
+def test_no_api_page_is_empty(name, tmp_path):
+    page = structure(render(SITE / "docs" / "api" / f"{name}.html", tmp_path / "profile"))
+    assert page.objects, f"api/{name}.html documents no object (did autodoc fail to import a module?)"
+    undocumented = [obj for obj in page.objects if page.descriptions[obj] < 20]
+    assert not undocumented, f"api/{name}.html: objects without a description {undocumented}"
+
+
+def test_api_pages_show_the_sb3_base_classes_and_the_inherited_parameters(tmp_path):
+    pcl = " ".join(render(SITE / "docs" / "api" / "pcl.html", tmp_path / "p1").split())
+    assert "Bases: OffPolicyAlgorithm" in " ".join(re.sub(r"<[^>]+>", "", pcl).split())
+    trust = " ".join(re.sub(r"<[^>]+>", "", render(SITE / "docs" / "api" / "trust_pcl.html", tmp_path / "p2")).split())
+    assert "Bases: PCL" in trust
+    # TrustPCL's **kwargs go to PCL: PCL's parameters are on its page too, marked as PCL's
+    assert re.search(r"buffer_size( \([^)]*\))? \W \(from PCL\) replay capacity", trust), "TrustPCL's page lacks buffer_size"
+
+
+@pytest.mark.parametrize("name", ["pcl", "trust_pcl", "reinforce", "urex"])
+def test_equations_render(name, tmp_path):
+    page = structure(render(SITE / "docs" / f"{name}.html", tmp_path / "profile"))
+    assert page.math >= 4, f"{name}.html has {page.math} equations"
+    assert page.rendered_math == page.math and not page.math_errors, (
+        f"{name}.html: MathJax rendered {page.rendered_math} of {page.math} equations, {page.math_errors} errors"
+    )
+
+
+def test_the_sidebar_lists_each_page_once(tmp_path):
+    page = structure(render(SITE / "docs" / "index.html", tmp_path / "profile"))
+    pages = [href for href in page.sidebar if "#" not in href]
+    assert {"pcl.html", "api/pcl.html", "../CHANGELOG.html"} <= set(pages), pages
+    twice = sorted({href for href in pages if pages.count(href) > 1})
+    assert not twice, f"pages listed twice in the sidebar: {twice}"

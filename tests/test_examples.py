@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,9 +41,21 @@ def test_examples_are_tested():
     assert {path.name for path in EXAMPLES.iterdir()} == tested
 
 
+def verdict_matches_the_return(out: str, label: str, threshold: float) -> bool:
+    """:return: whether the example's last line says "solved" exactly when the return it printed reaches ``threshold``"""
+    match = re.search(rf"{re.escape(label)}: (-?[\d.]+) \+/- [\d.]+: (solved|not solved)", out)
+    assert match, f"no verdict line for {label} in {out[-500:]}"
+    return (float(match[1]) >= threshold) == (match[2] == "solved")
+
+
+def test_the_verdict_is_read_from_the_number():
+    assert verdict_matches_the_return("Trust-PCL on Acrobot-v1: -99.0 +/- 1.0: solved", "Trust-PCL on Acrobot-v1", -100)
+    assert not verdict_matches_the_return("Trust-PCL on Acrobot-v1: -106.8 +/- 51.7: solved", "Trust-PCL on Acrobot-v1", -100)
+
+
 def test_quickstart_pcl_then_load_and_run(tmp_path):
     out = run_example("quickstart_pcl.py", tmp_path)
-    assert "PCL on CartPole-v1:" in out
+    assert verdict_matches_the_return(out, "PCL on CartPole-v1", 475)
     assert (tmp_path / "pcl_cartpole.zip").is_file()
     out = run_example("load_and_run.py", tmp_path, "pcl_cartpole.zip", "--episodes", "2")
     assert out.count("return") == 2
@@ -58,7 +71,7 @@ def test_callbacks_tensorboard(tmp_path):
 @pytest.mark.slow
 def test_quickstart_trust_pcl(tmp_path):
     out = run_example("quickstart_trust_pcl.py", tmp_path, steps=2000)
-    assert "Trust-PCL on Acrobot-v1:" in out and "lambda" in out
+    assert verdict_matches_the_return(out, "Trust-PCL on Acrobot-v1", -100) and "lambda" in out
 
 
 @pytest.mark.slow

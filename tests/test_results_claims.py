@@ -1,5 +1,5 @@
-"""The published numbers: README.md's results table against the committed data, and the harness's refusal to write over
-committed results."""
+"""The published numbers: RESULTS.md's table (and the README's rows of it) against the committed data, and the
+harness's refusal to write over committed results."""
 
 import json
 import re
@@ -16,12 +16,33 @@ from benchmarks import campaign, harness, readme_results, run, store
 from benchmarks.reporting import bootstrap_interval, permutation_p_value
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: the full results table, which ``python -m benchmarks.readme_results --readme RESULTS.md`` writes
+RESULTS_PAGE = ROOT / "RESULTS.md"
+PAGES = [ROOT / "README.md", RESULTS_PAGE, ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 @pytest.mark.repo
 def test_readme_results_table_matches_the_committed_data(capsys: pytest.CaptureFixture[str]) -> None:
-    assert readme_results.main(["--check"]) == 0, capsys.readouterr().out
+    assert readme_results.main(["--check", "--readme", str(RESULTS_PAGE)]) == 0, capsys.readouterr().out
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """:return: the cells of every row of the markdown tables in ``text`` (header and separator rows left out)"""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines]
+    return [row for row in rows if row[0] not in ("Algorithm", "---")]
+
+
+@pytest.mark.repo
+def test_the_readme_summary_rows_are_rows_of_the_full_table() -> None:
+    readme = (ROOT / "README.md").read_text()
+    summary = readme[readme.index("<!-- results summary") : readme.index("<!-- end of the results summary -->")]
+    full = {tuple(row[:2]): row for row in table_rows(RESULTS_PAGE.read_text())}
+    rows = table_rows(summary)
+    assert 3 <= len(rows) <= 6, "the README shows a few rows"
+    for row in rows:
+        assert tuple(row[:2]) in full, f"{row[:2]} is no row of RESULTS.md"
+        assert row == full[tuple(row[:2])][: len(row)], f"README's {row[:2]} differs from RESULTS.md"
 
 
 @pytest.mark.repo
@@ -114,7 +135,7 @@ def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Pat
 
 def test_check_fails_on_a_changed_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     readme = tmp_path / "README.md"
-    text = (ROOT / "README.md").read_text()
+    text = RESULTS_PAGE.read_text()
     table = text[text.index(readme_results.BEGIN) : text.index(readme_results.END)]
     changed = re.sub(r"\b6432\b|\b\d{4}\b", "1234", table, count=1)
     assert changed != table

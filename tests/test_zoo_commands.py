@@ -6,6 +6,7 @@ stubbed: no network), the plots, and the message when the zoo extra is missing.
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,7 @@ def test_without_the_zoo_extra_the_message_names_the_extra(module, tmp_path):
     code = f"import runpy, sys; sys.modules['rl_zoo3'] = None; runpy.run_module({module!r}, run_name='__main__')"
     result = subprocess.run([sys.executable, "-c", code, "train"], capture_output=True, text=True, cwd=tmp_path, check=False)
     assert result.returncode != 0
-    assert 'pip install "sb3-pcl[zoo]"' in result.stderr and "'rl_zoo3' is not installed" in result.stderr
+    assert 'pip install -e ".[zoo]" in the sb3_pcl checkout' in result.stderr and "'rl_zoo3' is not installed" in result.stderr
 
 
 def test_record_video_writes_a_video_of_our_model(zoo_run, tmp_path, monkeypatch):
@@ -144,9 +145,12 @@ def test_push_to_hub_uploads_a_model_card_that_names_sb3_pcl_and_the_class(zoo_r
     assert FakeHfApi.calls[-1][1] == {"repo_id": "someone/pcl-CartPole-v1", "commit_message": "first"}
     uploaded = FakeHfApi.uploads
     card = (uploaded / "README.md").read_text()
-    assert "pip install sb3-pcl" in card and 'pip install "sb3-pcl[zoo]"' in card
+    # sb3_pcl is on no index: the card installs it from the metadata's source URL, never with a bare `pip install sb3-pcl`
+    source = push_to_hub.SOURCE
+    assert source.startswith("https://") and f"git clone {source} && " in card and "[zoo]" in card
+    assert "pip install sb3-pcl" not in card and "pypi.org" not in card
     assert "from sb3_pcl import PCL" in card and "PCL.load(checkpoint)" in card
-    assert 'load_from_hub("someone/pcl-CartPole-v1", "pcl-CartPole-v1.zip")' in card
+    assert 'load_from_hub("someone/pcl-CartPole-v1", "pcl-CartPole-v1.zip")' in card and "TRUST_REMOTE_CODE=True" in card
     assert "python -m sb3_pcl.zoo enjoy --algo pcl" in card and "rl_zoo3.enjoy" not in card
     metadata = yaml.safe_load(card.split("---")[1])
     assert metadata["library_name"] == "stable-baselines3" and "sb3_pcl" in metadata["tags"]
@@ -156,6 +160,26 @@ def test_push_to_hub_uploads_a_model_card_that_names_sb3_pcl_and_the_class(zoo_r
     assert {"config.yml", "args.yml", "env_kwargs.yml", "train_eval_metrics.zip"} <= {p.name for p in uploaded.iterdir()}
     model = PCL.load(uploaded / "pcl-CartPole-v1.zip")  # what the card tells users to run
     assert model.observation_space.shape == (4,)
+
+
+class UnreachableHfApi(FakeHfApi):
+    """The Hub API without a network: the first call fails as huggingface_hub's HTTP client fails."""
+
+    def create_repo(self, **kwargs: Any) -> str:
+        raise OSError(-2, "Name or service not known") from socket.gaierror(-2, "Name or service not known")
+
+
+def test_push_to_hub_without_network_ends_with_one_line(zoo_run, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(push_to_hub, "HfApi", UnreachableHfApi)
+    monkeypatch.chdir(zoo_run)
+    args = ["--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-orga", "someone", "--no-render", "--n-eval-episodes", "1"]
+    with pytest.raises(SystemExit) as exit_:
+        push_to_hub.main([*args, "--local-repo-path", str(tmp_path / "hub")])
+    message = str(exit_.value.code)
+    assert message.startswith("push_to_hub: the Hugging Face Hub could not be reached") and "\n" not in message
+    assert "Name or service not known" in message
+    # other failures keep their traceback: they are bugs or bad input, not the network
+    assert push_to_hub.hub_error(ValueError("bad")) is None
 
 
 def test_push_to_hub_refuses_algorithms_that_are_not_ours(zoo_run, capsys):
@@ -170,7 +194,7 @@ def eval_logs(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("plots")
     for run in (1, 2):
         log_path = folder / "logs" / "pcl" / f"{ENV_ID}_{run}"
-        env = make_vec_env(ENV_ID, n_envs=1, seed=run)
+        env = make_vec_env(ENV_ID, n_envs=1, seed=run, monitor_dir=str(log_path))  # plot_train reads the monitor files
         callback = EvalCallback(make_vec_env(ENV_ID, seed=100 + run), n_eval_episodes=2, eval_freq=100, log_path=str(log_path))
         PCL("MlpPolicy", env, learning_starts=50, batch_size=4, seed=run, policy_kwargs={"net_arch": [8]}).learn(
             400, callback=callback
@@ -190,3 +214,21 @@ def test_rl_zoo3_plots_run_on_our_logs(eval_logs, monkeypatch):
     zoo_main(["plot_from_file", "-i", str(eval_logs / "all.pkl"), "-o", str(figure), "--format", "png", "-r", "-iqm"])
     assert figure.read_bytes().startswith(b"\x89PNG"), "plot_from_file wrote no PNG figure"
     assert np.isfinite(np.load(eval_logs / "logs" / "pcl" / f"{ENV_ID}_1" / "evaluations.npz")["results"]).all()
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("plot_train", ["-a", "pcl", "-e", ENV_ID, "-f", "logs/", "-w", "2"]),
+        ("all_plots", ["-a", "pcl", "-e", ENV_ID, "-f", "logs"]),
+    ],
+)
+def test_plots_save_their_figures_headless_with_save_figures(eval_logs, tmp_path, monkeypatch, command, options):
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # as on a machine without a display
+    monkeypatch.chdir(eval_logs)
+    extra = ["--no-display", "-o", str(tmp_path / "all")] if command == "all_plots" else []
+    zoo_main([command, *options, *extra, "--save-figures", str(tmp_path / "figures")])
+    figures = sorted((tmp_path / "figures").glob(f"{command}_*.png"))
+    assert figures and all(path.read_bytes().startswith(b"\x89PNG") for path in figures)
+    with pytest.raises(SystemExit, match="needs a folder"):
+        zoo_main([command, *options, "--save-figures"])

@@ -17,7 +17,8 @@ from torch import nn
 
 from sb3_pcl.common.schedules import parse_schedule
 
-# Keys of an rl-zoo3 entry that describe the experiment, not the algorithm's constructor.
+# Keys of an rl-zoo3 entry that describe the experiment, not the algorithm's constructor: each one is read into a field
+# of :class:`Hyperparams` (every other key is a constructor argument, which the algorithm checks)
 EXPERIMENT_KEYS = (
     "n_timesteps",
     "n_envs",
@@ -65,6 +66,19 @@ class Hyperparams(NamedTuple):
     """the entry's ``vec_env_wrapper`` classes with their keyword arguments, applied in order before ``VecNormalize``"""
     callbacks: list[tuple[Callable[..., Any], dict[str, Any]]]
     """the entry's ``callback`` classes with their keyword arguments"""
+    env_wrappers: list[tuple[Callable[..., Any], dict[str, Any]]] = []
+    """the entry's ``env_wrapper`` classes (Gymnasium wrappers of each env) with their keyword arguments, in order"""
+    frame_stack: int | None = None
+    """the entry's ``frame_stack``: the number of observations a ``VecFrameStack`` stacks, or ``None``"""
+
+    def wrap_env(self, env: Any) -> Any:
+        """
+        :param env: one Gymnasium env
+        :return: it wrapped in the entry's ``env_wrapper`` classes, in order (``make_vec_env``'s ``wrapper_class``)
+        """
+        for wrapper, wrapper_kwargs in self.env_wrappers:
+            env = wrapper(env, **wrapper_kwargs)
+        return env
 
 
 def _parse_normalize(value: Any) -> dict[str, Any] | None:
@@ -96,8 +110,8 @@ def _import(name: str) -> Callable[..., Any]:
 
 def _parse_classes(key: str, value: Any) -> list[tuple[Callable[..., Any], dict[str, Any]]]:
     """
-    ``vec_env_wrapper`` / ``callback`` as rl-zoo3 writes them: ``"module.Class"``, ``{"module.Class": kwargs}`` or a list
-    of those.
+    ``env_wrapper`` / ``vec_env_wrapper`` / ``callback`` as rl-zoo3 writes them: ``"module.Class"``,
+    ``{"module.Class": kwargs}`` or a list of those.
 
     :param key: the entry's key (for the error message)
     :param value: its value
@@ -115,6 +129,15 @@ def _parse_classes(key: str, value: Any) -> list[tuple[Callable[..., Any], dict[
         else:
             raise ValueError(f"{key}: expected 'module.Class', {{'module.Class': kwargs}} or a list of them, got {item!r}")
     return parsed
+
+
+def _parse_frame_stack(value: Any) -> int | None:
+    """``frame_stack`` as rl-zoo3 reads it: a positive number of stacked observations (``False`` / ``None``: none)."""
+    if value is None or value is False:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"frame_stack must be a positive number of observations to stack, got {value!r}")
+    return value
 
 
 def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -> Hyperparams:
@@ -146,4 +169,6 @@ def load_hyperparams(algo: str, env_id: str, folder: str | Path | None = None) -
         env_kwargs=dict(entry.get("env_kwargs") or {}),
         vec_env_wrappers=_parse_classes("vec_env_wrapper", entry.get("vec_env_wrapper")),
         callbacks=_parse_classes("callback", entry.get("callback")),
+        env_wrappers=_parse_classes("env_wrapper", entry.get("env_wrapper")),
+        frame_stack=_parse_frame_stack(entry.get("frame_stack")),
     )

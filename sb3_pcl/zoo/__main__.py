@@ -8,6 +8,7 @@ each one runs with :data:`sb3_pcl.ALGOS` registered, so ``--algo pcl`` works whe
 
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 
 def _train(argv: list[str]) -> None:
@@ -46,13 +47,63 @@ def _load_from_hub(argv: list[str]) -> None:
     run_zoo_script("rl_zoo3.load_from_hub", argv)
 
 
+#: our option of the plot commands: write every figure to this folder (rl-zoo3's plot_train and all_plots only show them)
+SAVE_FIGURES = "--save-figures"
+
+
+def split_save_figures(argv: list[str]) -> tuple[list[str], Path | None]:
+    """
+    :param argv: a plot command's arguments
+    :return: them without ``--save-figures DIR``, and ``DIR`` (``None`` without the option)
+    :raises SystemExit: when the option has no folder
+    """
+    if SAVE_FIGURES not in argv:
+        return argv, None
+    at = argv.index(SAVE_FIGURES)
+    if at + 1 >= len(argv) or argv[at + 1].startswith("-"):
+        raise SystemExit(f"{SAVE_FIGURES} needs a folder")
+    return argv[:at] + argv[at + 2 :], Path(argv[at + 1])
+
+
+def save_open_figures(folder: Path, prefix: str) -> list[Path]:
+    """
+    Write every open matplotlib figure to ``folder/<prefix>_<n>.png`` and close it.
+
+    :return: the files written
+    """
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for number in plt.get_fignums():
+        path = folder / f"{prefix}_{number}.png"
+        plt.figure(number).savefig(path, bbox_inches="tight")
+        written.append(path)
+    plt.close("all")
+    return written
+
+
 def _plot(name: str) -> Callable[[list[str]], None]:
     def run(argv: list[str]) -> None:
+        argv, folder = split_save_figures(argv)
+        if folder is not None:  # headless too: draw off-screen and save where rl-zoo3 would show
+            import matplotlib
+
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
         import rl_zoo3.plots
 
         from sb3_pcl.zoo.register import run_zoo_command
 
-        run_zoo_command(getattr(rl_zoo3.plots, name), argv)
+        show = plt.show
+        if folder is not None:
+            plt.show = lambda *args, **kwargs: print("\n".join(f"saved {path}" for path in save_open_figures(folder, name)))
+        try:
+            run_zoo_command(getattr(rl_zoo3.plots, name), argv)
+        finally:
+            plt.show = show
+        if folder is not None:  # the figures a command left open without showing them (all_plots --no-display)
+            print("\n".join(f"saved {path}" for path in save_open_figures(folder, name)))
 
     return run
 
@@ -75,7 +126,8 @@ def usage() -> str:
     """:return: the help text listing the commands"""
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {what}" for name, (what, _) in COMMANDS.items()]
-    return "usage: python -m sb3_pcl.zoo <command> [options]\n\ncommands:\n" + "\n".join(lines)
+    plots = f"plot_train, all_plots, plot_from_file also take {SAVE_FIGURES} DIR: every figure as a PNG file in DIR"
+    return "usage: python -m sb3_pcl.zoo <command> [options]\n\ncommands:\n" + "\n".join(lines) + f"\n\n{plots}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

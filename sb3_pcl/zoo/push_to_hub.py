@@ -5,14 +5,21 @@ Package a trained model for the Hugging Face Hub: ``python -m sb3_pcl.zoo.push_t
 The options are those of ``python -m rl_zoo3.push_to_hub``. The repository gets what rl-zoo3 uploads (the model,
 its ``config.yml`` / ``args.yml`` / ``env_kwargs.yml``, VecNormalize statistics, the training and evaluation logs,
 ``results.json`` of a fresh evaluation, a replay video unless ``--no-render``) and a model card that says how to
-install ``sb3-pcl`` and which class loads the model: rl-zoo3's own card tells users to run ``rl_zoo3.enjoy``, which
-does not know our algorithms. Log in first (``hf auth login``) or pass ``--token``.
+install sb3_pcl (from its source: it is on no package index) and which class loads the model: rl-zoo3's own card
+tells users to run ``rl_zoo3.enjoy``, which does not know our algorithms. Log in first (``hf auth login``) or pass
+``--token``; without a network the command ends with one line saying so.
+
+The packaging is ours rather than rl-zoo3's ``package_to_hub`` with our card swapped in: rl-zoo3 2.9.2's
+``rl_zoo3.push_to_hub`` cannot be imported with ``sb3-team-hf-integration`` 3.2, the only release rl-zoo3 accepts that
+is published (it imports ``generate_metadata``, ``_evaluate_agent`` and ``_generate_replay`` from
+``huggingface_sb3.push_to_hub``, which 3.2 no longer has).
 """
 
 import argparse
 import json
 import os
 import shutil
+import socket
 import sys
 import zipfile
 from collections.abc import Sequence
@@ -35,6 +42,12 @@ from stable_baselines3.common.vec_env import VecEnv, VecVideoRecorder, unwrap_ve
 import sb3_pcl
 from sb3_pcl.zoo.register import register_algorithms
 
+#: the top-level modules whose exceptions mean that the Hub could not be reached or refused the request
+NETWORK_MODULES = ("httpx", "httpx2", "requests", "urllib3", "huggingface_hub")
+#: where sb3_pcl's source is published (``Source`` of ``[project.urls]`` in ``pyproject.toml``): the model card installs
+#: sb3_pcl from it, as the package is on no index
+SOURCE = "https://github.com/sb3-pcl/sb3_pcl"
+
 
 def model_card(
     algo: str, env_id: str, repo_id: str, mean_reward: float, std_reward: float, hyperparams: dict[str, Any], env_kwargs: dict
@@ -50,20 +63,27 @@ def model_card(
     :return: the model card (Markdown, without the metadata header)
     """
     class_name = sb3_pcl.ALGOS[algo].__name__
+    source = SOURCE
+    checkout = source.rstrip("/").rsplit("/", 1)[-1]
     organization = repo_id.split("/")[0]
     filename = f"{algo}-{env_id}.zip"
     card = f"""
 # **{class_name}** agent playing **{env_id}**
 
-A **{class_name}** agent trained on **{env_id}** with [sb3_pcl](https://pypi.org/project/sb3-pcl/) {sb3_pcl.__version__},
+A **{class_name}** agent trained on **{env_id}** with [sb3_pcl]({source}) {sb3_pcl.__version__},
 a plugin of the [Stable-Baselines3](https://github.com/DLR-RM/stable-baselines3) library, and the
 [RL Zoo](https://github.com/DLR-RM/rl-baselines3-zoo). Mean evaluation return: {mean_reward:.2f} +/- {std_reward:.2f}.
 
 ## Usage (Python)
 
+sb3_pcl is on no package index: install it from its source.
+
 ```bash
-pip install sb3-pcl huggingface_sb3
+git clone {source} && pip install torch==2.13.0 && pip install -e "./{checkout}" huggingface_sb3
 ```
+
+Run it with the environment variable `TRUST_REMOTE_CODE=True`: `huggingface_sb3` refuses to download a model
+without it, as the file holds pickled objects (trust this repository first).
 
 ```python
 from huggingface_sb3 import load_from_hub
@@ -79,8 +99,8 @@ model = {class_name}.load(checkpoint)
 `{class_name}` is not one of rl-zoo3's algorithms: run the zoo's commands through `sb3_pcl.zoo`, which registers it.
 
 ```bash
-pip install "sb3-pcl[zoo]"
-python -m sb3_pcl.zoo load_from_hub --algo {algo} --env {env_id} -orga {organization} -f logs/
+pip install -e "./{checkout}[zoo]"
+TRUST_REMOTE_CODE=True python -m sb3_pcl.zoo load_from_hub --algo {algo} --env {env_id} -orga {organization} -f logs/
 python -m sb3_pcl.zoo enjoy --algo {algo} --env {env_id} -f logs/
 ```
 
@@ -244,6 +264,21 @@ def package_to_hub(
     return repo_url
 
 
+def hub_error(error: BaseException) -> BaseException | None:
+    """
+    :param error: an exception raised while packaging or uploading
+    :return: the exception of its chain that says the Hub could not be reached or refused the request, else ``None``
+    """
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, (ConnectionError, TimeoutError, socket.gaierror)):
+            return seen
+        if type(seen).__module__.split(".")[0] in NETWORK_MODULES:
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     """
     :param argv: the command-line arguments
@@ -316,23 +351,32 @@ def main(argv: Sequence[str] | None = None) -> str:
     )
     algo_class = sb3_pcl.ALGOS[args.algo]
     model = algo_class.load(model_path, env=eval_env, device=args.device, seed=args.seed)
-    return package_to_hub(
-        model,
-        args.algo,
-        args.env,
-        Path(log_path),
-        hyperparams,
-        env_kwargs,
-        eval_env,
-        repo_id=f"{args.organization}/{args.repo_name or f'{args.algo}-{args.env}'}",
-        commit_message=args.commit_message,
-        deterministic=not args.stochastic,
-        n_eval_episodes=args.n_eval_episodes,
-        token=args.token,
-        local_repo_path=args.local_repo_path,
-        video_length=args.n_timesteps,
-        generate_video=not args.no_render,
-    )
+    try:
+        return package_to_hub(
+            model,
+            args.algo,
+            args.env,
+            Path(log_path),
+            hyperparams,
+            env_kwargs,
+            eval_env,
+            repo_id=f"{args.organization}/{args.repo_name or f'{args.algo}-{args.env}'}",
+            commit_message=args.commit_message,
+            deterministic=not args.stochastic,
+            n_eval_episodes=args.n_eval_episodes,
+            token=args.token,
+            local_repo_path=args.local_repo_path,
+            video_length=args.n_timesteps,
+            generate_video=not args.no_render,
+        )
+    except Exception as error:  # a network or Hub failure is one line, not a traceback
+        failure = hub_error(error)
+        if failure is None:
+            raise
+        message = f"{type(failure).__name__}: {failure}".splitlines()[0]
+        raise SystemExit(
+            f"push_to_hub: the Hugging Face Hub could not be reached or refused the request ({message})"
+        ) from None
 
 
 if __name__ == "__main__":
