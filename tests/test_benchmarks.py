@@ -483,6 +483,8 @@ def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
     sources = " ".join(str(run["hyperparams_source"]) for run in runs)
     # the throughput benchmark's configurations (benchmarks/results/speed/speed.json) name variants too
     speed_runs = json.loads((RESULTS_DIR / "speed" / "speed.json").read_text())["runs"]
+    if (RESULTS_DIR / "defaults_study" / "speed.json").is_file():  # PCL's defaults against PPO's
+        speed_runs = [*speed_runs, *json.loads((RESULTS_DIR / "defaults_study" / "speed.json").read_text())["runs"]]
     sources += " " + " ".join(f"benchmarks/hyperparams/{name.split(':')[0]}.yml" for name in speed_runs)
     # and so do the campaigns' runs (benchmarks/campaigns/*.yml), written before their results
     campaign_runs = [run for path in CAMPAIGNS_DIR.glob("*.yml") for run in yaml.safe_load(path.read_text())["runs"]]
