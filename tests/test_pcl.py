@@ -888,3 +888,11 @@ def test_rollout_is_the_deprecated_name_of_n_steps(tmp_path):
     model.save(tmp_path / "old")
     loaded = PCL.load(tmp_path / "old")
     assert loaded.n_steps == 3 and "rollout" not in loaded.__dict__
+
+
+def test_sb3_s_n_step_replay_warning_does_not_apply(recwarn):
+    """SB3's OffPolicyAlgorithm reads n_steps for its NStepReplayBuffer and warns with a custom buffer; PCL's path
+    replay takes the d-step windows itself, so the warning would only mislead."""
+    model = PCL("MlpPolicy", "CartPole-v1", n_steps=5, seed=0)
+    assert model.n_steps == 5 and isinstance(model.replay_buffer, PathReplayBuffer)
+    assert not [w for w in recwarn.list if "n_steps" in str(w.message)]

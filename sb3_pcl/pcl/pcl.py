@@ -338,7 +338,9 @@ class PCL(OffPolicyAlgorithm):
         given_policy_kwargs = self.policy_kwargs
         self.policy_kwargs = fused_adam(given_policy_kwargs, self.device)
         try:
-            super()._setup_model()
+            with warnings.catch_warnings():  # SB3 reads n_steps for its NStepReplayBuffer; the path replay takes ours
+                warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored because a custom `replay_buffer_class`")
+                super()._setup_model()
             self.policy_target = self.policy_class(  # type: ignore[assignment]
                 self.observation_space, self.action_space, self.lr_schedule, **self.policy_kwargs
             ).to(self.device)
