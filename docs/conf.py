@@ -119,14 +119,21 @@ PARAM_FIELD = re.compile(r"^:param (\w+):.*(?:\n(?![ ]*:|\s*$)[ ]+.*)*", flags=r
 
 def inherited_parameters(app, what: str, name: str, obj, options, lines: list[str]) -> None:  # Sphinx's event signature
     """
-    A class whose constructor passes "every other argument" on to its base (``:param kwargs:``: ``TrustPCL`` to
-    ``PCL``, ``UREX`` to ``Reinforce``) or that documents no parameter itself (``RecurrentPCL``, whose constructor is
-    ``PCL``'s) gets its bases' parameters on its page, each marked with the class it comes from.
+    A class whose docstring leaves some of its constructor's parameters to its base (``TrustPCL`` repeats ``PCL``'s
+    signature, ``UREX`` ``Reinforce``'s, and documents only what differs) or documents no parameter itself
+    (``RecurrentPCL``, whose constructor is ``PCL``'s) gets its bases' parameters on its page, each marked with the
+    class it comes from.
     """
     text = "\n".join(lines)
-    if what != "class" or not isinstance(obj, type) or (":param" in text and ":param kwargs:" not in text):
+    if what != "class" or not isinstance(obj, type):
         return
     own = {match[1] for match in PARAM_FIELD.finditer(text)}
+    try:
+        wanted = set(inspect.signature(obj.__init__).parameters) - {"self", "args", "kwargs"}
+    except (TypeError, ValueError):
+        wanted = set()
+    if ":param" in text and ":param kwargs:" not in text and wanted <= own:
+        return
     added: list[str] = []
     for base in obj.__mro__[1:]:
         if not base.__module__.startswith("sb3_pcl") or is_internal(base) or not base.__doc__:

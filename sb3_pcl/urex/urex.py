@@ -47,8 +47,8 @@ class UREX(Reinforce):
     :param ent_coef: the temperature ``tau``, a finite float > 0 or a schedule of the remaining progress
         (callable or string, :func:`~sb3_pcl.common.schedules.parse_schedule`) whose values are checked to be
         finite and > 0 when training uses them (a ``ValueError`` naming ``ent_coef``)
-    :param kwargs: the other arguments of :class:`~sb3_pcl.reinforce.Reinforce` (``learning_rate``,
-        ``num_samples``, ``max_steps``, ``max_grad_norm``, ``adam_eps``, ``check_seeding``, ...)
+
+    The other parameters are :class:`~sb3_pcl.reinforce.Reinforce`'s, with its defaults.
     """
 
     #: the temperature must be > 0, at construction and at every value of a schedule
@@ -58,10 +58,43 @@ class UREX(Reinforce):
         self,
         policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
+        learning_rate: float | Schedule = 0.01,
+        num_samples: int = 2,
         ent_coef: float | Schedule | str = 0.1,
-        **kwargs: Any,
+        max_steps: int = 1000,
+        max_grad_norm: float | None = 50.0,
+        adam_eps: float = 2e-4,
+        check_seeding: bool = True,
+        gamma: float = 1.0,
+        action_noise: None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ):
-        super().__init__(policy, env, ent_coef=ent_coef, **kwargs)
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            num_samples=num_samples,
+            ent_coef=ent_coef,
+            max_steps=max_steps,
+            max_grad_norm=max_grad_norm,
+            adam_eps=adam_eps,
+            check_seeding=check_seeding,
+            gamma=gamma,
+            action_noise=action_noise,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=_init_setup_model,
+        )
 
     def _bonus(self, total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:
         """
