@@ -1,7 +1,7 @@
 # Developer shortcuts; CI runs .ci/run.
 PYTHON ?= python
 
-.PHONY: install pytest pytest-slow check-repo check-experiments lint format type check docs benchmark benchmark-classic
+.PHONY: install pytest pytest-slow pytest-golden check-repo check-experiments lint format type check docs benchmark benchmark-classic
 
 install:
 	pip install torch==2.13.0
@@ -12,6 +12,10 @@ pytest:
 
 pytest-slow:
 	$(PYTHON) -m pytest -q -m slow
+
+# The golden runs alone (also in the default run): bit-identical on the kinds of CPU with digests, close on any
+pytest-golden:
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m golden
 
 # Checks of the repository rather than the library: page lengths, the results' bookkeeping (every committed number
 # regenerable, every shipped entry backed by a results table), README / CI / pyproject agreeing
