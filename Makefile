@@ -18,9 +18,10 @@ pytest-golden:
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m golden
 
 # Checks of the repository rather than the library: page lengths, the results' bookkeeping (every committed number
-# regenerable, every shipped entry backed by a results table), README / CI / pyproject agreeing
+# regenerable, every number of the docs' prose sourced, every shipped entry backed by a results table), README / CI /
+# pyproject agreeing: the modules of checks/, and the tests marked repo in the modules of tests/ that mix both
 check-repo:
-	$(PYTHON) -m pytest -q -p no:cacheprovider -m repo
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m repo checks tests
 
 # The experiment commands of benchmarks/experiments/ (speed, diagnose, demonstrations, buffer_memory) on tiny budgets
 check-experiments:
