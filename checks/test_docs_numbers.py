@@ -54,7 +54,7 @@ VERSIONED = ("Python", "torch", "PyTorch", "SB3", "Stable-Baselines3", "rl-zoo3"
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 #: a number as the prose writes it: sign, digits (thousands with ``,`` or ``_``), decimals, exponent, unit suffix
 NUMBER = re.compile(
-    r"(?<![\w.:])(?<![A-Za-z_]-)(?:(?<![\d)])-)?\d(?:[\d,_]*\d)?(?:\.\d+)?(?:e[-+]?\d+)?(?:[kM%]|x(?!\w))?(?![\w.]\w)"
+    r"(?<![\w.:])(?<![a-jl-z_]-)(?<![A-LN-Z]-)(?:(?<![\d)])-)?\d(?:[\d,_]*\d)?(?:\.\d+)?(?:e[-+]?\d+)?(?:[kM%]|x(?!\w))?(?![\w.]\w)"
 )
 
 
@@ -131,6 +131,7 @@ def test_the_rules_set_aside_names_versions_years_and_counts() -> None:
     assert numbers(prose(text)) == ["1M", "6432", "6030", "7024", "-88.2", "0.44"]
     assert numbers(prose("seeds 0-2 and 100-102, `lr=3e-3`, $\\gamma = 0.99$, ICLR 2018, 2026-11-27")) == ["100", "102"]
     assert numbers(prose("rewards of 1e30 overflow float32 (3.4e38)")) == []
+    assert numbers(prose("0.82M-1.94M and 77k-347k steps")) == ["0.82M", "1.94M", "77k", "347k"]
     assert numbers(prose("(Nachum, 2017-2018) at 95% bootstrap intervals, on Python >= 3.11\n```\n1234\n```")) == []
 
 
