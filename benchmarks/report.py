@@ -43,6 +43,11 @@ from benchmarks.summary import (
 
 
 # ---------------------------------------------------------------------------------------------------- a campaign
+def _campaign_frame(campaign: Campaign) -> pd.DataFrame:
+    """:return: The campaign's evaluations with a step count"""
+    return store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
+
+
 def series(campaign: Campaign, task: harness.RunTask) -> str:
     """:return: The name a run is reported under: its algorithm, marked ``(tuning seeds)`` when the campaign says the
     run is on the seeds its entry was chosen on"""
@@ -475,7 +480,7 @@ def plot_campaign(campaign: Campaign, frame: pd.DataFrame) -> list[Path]:
 
 def write_report(campaign: Campaign) -> Path:
     """Write ``<out>/results.md`` and the plots from ``evaluations.csv``. :return: The path of ``results.md``"""
-    frame = store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
+    frame = _campaign_frame(campaign)
     lines = [f"# Campaign `{campaign.path.name}`", ""] + ([campaign.notes.strip(), ""] if campaign.notes else [])
     status = format_status(campaign, run_states(campaign)).replace(str(campaign.path), campaign.path.name)
     lines += ["```", status, "```", ""]
@@ -761,7 +766,7 @@ def paper_row(campaign: Campaign) -> tuple[list[str], list[str]]:
     if reference is None:
         raise ValueError(f"{campaign.path} has no reference")
     paper_name, paper = next(iter(reference.columns.items()))
-    frame = store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
+    frame = _campaign_frame(campaign)
     ours, ratios, sources, seed_groups = [], [], [], collections.defaultdict(list)
     for env, target in paper.items():
         result = best_within_budget(campaign, frame, env, reference.algo)
@@ -808,7 +813,7 @@ def cpu_hour_row(campaign: Campaign) -> tuple[list[str], list[str]]:
     mark, the pooled test of the first algorithm against each other at the last mark, how many runs are done and, when
     their rows come from more than one CPU model, how many; and its sources. The first algorithm of the campaign file is
     ours, the others the baselines."""
-    frame = store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
+    frame = _campaign_frame(campaign)
     clock, marks = campaign.report_marks
     if clock != "cpu_time_s" or not marks:
         raise ValueError(f"{campaign.path} must report at marks of CPU seconds")
@@ -929,7 +934,7 @@ def write_pages(check: bool = False, root: Path = REPO_ROOT) -> tuple[list[str],
             stale.append(f"{README}: the results summary")
         for path in sorted((REPO_ROOT / CAMPAIGNS_DIR).glob("*.yml")):
             campaign = repo_campaign(path.name)
-            frame = store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
+            frame = _campaign_frame(campaign)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # means over seeds not there yet
                 changed = write_docs(campaign, frame, check, root)
@@ -955,11 +960,6 @@ def report_command(campaign: Campaign, check: bool = False) -> int:
     for block in stale:
         print(f"{block} differs from {campaign.out}; run the report command")
     return 1 if stale else 0
-
-
-def _campaign_frame(campaign: Campaign) -> pd.DataFrame:
-    """:return: The campaign's evaluations with a step count"""
-    return store.read_evaluations(campaign.out).dropna(subset=["timesteps"])
 
 
 def _evaluations(folder: str) -> pd.DataFrame:
