@@ -394,7 +394,7 @@ def _fmt(value: float) -> str:
 
 
 @contextlib.contextmanager
-def _figure(aggregate: Aggregate, path: str | Path, title: str, reps: int, vertical: bool) -> Iterator[tuple[Any, ...]]:
+def _figure(aggregate: Aggregate, path: str | Path, title: str, vertical: bool) -> Iterator[tuple[Any, ...]]:
     """
     A figure for the block, then its title, a dashed line at score 1 (``vertical``: on the x axis) and the legend.
 
@@ -408,8 +408,9 @@ def _figure(aggregate: Aggregate, path: str | Path, title: str, reps: int, verti
     with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
         yield legend, {"colors": colors, "ax": ax, "labelsize": "medium", "ticklabelsize": "medium"}
         (ax.axvline if vertical else ax.axhline)(1.0, color="gray", linestyle="--", linewidth=1)
-        bands = f"{int(CONFIDENCE * 100)}% bands from {MIN_SEEDS_FOR_INTERVAL} seeds per env, {reps} bootstrap reps"
-        ax.set_title(f"{aggregate.suite}: {title} ({bands})")
+        ax.set_title(
+            f"{aggregate.suite}: {title} ({int(CONFIDENCE * 100)}% bands from {MIN_SEEDS_FOR_INTERVAL} seeds per env)"
+        )
         ax.legend(loc="best", fontsize="small")
 
 
@@ -433,7 +434,7 @@ def plot_performance_profile(
         profiles, bands = rly_library.create_performance_profile(
             dict(aggregate.scores), taus, reps=reps, confidence_interval_size=CONFIDENCE
         )
-    with _figure(aggregate, path, "performance profile", reps, vertical=True) as (legend, style):
+    with _figure(aggregate, path, "performance profile", vertical=True) as (legend, style):
         rly_plots.plot_performance_profiles(
             {legend[algo]: profile for algo, profile in profiles.items()},
             taus,
@@ -464,7 +465,7 @@ def plot_sample_efficiency(
             estimates[algo] = (grid, iqm, np.vstack([iqm, iqm]))
     horizons = [int(grid.max()) for grid, _, _ in estimates.values()]
     log_x = max(horizons) > 10 * max(min(horizons), 1)
-    with _figure(aggregate, path, "sample efficiency", reps, vertical=False) as (legend, style):
+    with _figure(aggregate, path, "sample efficiency", vertical=False) as (legend, style):
         for algo, (grid, iqm, interval) in estimates.items():
             shown = grid > 0 if log_x else np.ones_like(grid, dtype=bool)
             rly_plots.plot_sample_efficiency_curve(
