@@ -290,3 +290,19 @@ def test_pooled_test_of_the_cpu_hour_campaign() -> None:
     tests = {(mark, first, second): p for mark, first, second, tasks, p, *_ in report.pooled_tests(loaded, frame)}
     assert tests[900.0, "trust_pcl", "sac"] < 0.001 and tests[1800.0, "trust_pcl", "sac"] < 0.01
     assert tests[3600.0, "trust_pcl", "sac"] > 0.05
+
+
+def test_table_cells_fit_the_seed_counts() -> None:
+    """An interval from 6 seeds on, else the seed count and range; 3 against 3: the separation counts, no test."""
+    three, other = pd.Series([4.0, 5.0, 6.0]), pd.Series([1.0, 2.0, 4.5])
+    assert report.values_cell(three, report.FINAL) == "5 (3 seeds: 4 to 6)"
+    assert report.values_cell(pd.Series(np.arange(6.0)), report.FINAL).startswith("2.5 [")
+    assert report.difference(three, other, report.FINAL, ("A", "B")) == (
+        "A's seeds above all of B's: 2/3, the reverse 0/3 (3 against 3 seeds: p >= 0.10, no test)"
+    )
+    # lower is better (steps to a threshold): the counts are of seeds below all of the other's
+    steps = report.Quantity("steps", report.final_return, higher_is_better=False)
+    assert report.difference(other, three, steps, ("B", "A")).startswith("B's seeds above all of A's: 2/3")
+    assert report.difference(pd.Series(np.arange(5.0) + 10), pd.Series(np.arange(5.0)), report.FINAL, ("A", "B")) == (
+        "A ahead (p = 0.0079)"
+    )
