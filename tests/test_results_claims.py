@@ -40,7 +40,6 @@ def test_the_check_fails_on_a_changed_number(tmp_path: Path) -> None:
     for name in GENERATED:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
-    assert report.write_pages(check=True, root=tmp_path)[0] == []
     altered = {  # a number of each generated block, what it becomes, and where the block starts
         "RESULTS.md": ("-88.2 [-91.6, -85.3]", "-88.3 [-91.6, -85.3]", report.TABLE_MARKERS[0]),
         "README.md": ("median 5k, mean 11.1k", "median 5k, mean 11.2k", report.SUMMARY_MARKERS[0]),
