@@ -99,7 +99,7 @@ def test_readme_paper_row_agrees_with_the_campaign_report() -> None:
 
 @pytest.mark.repo
 def test_readme_cpu_hour_row_agrees_with_the_campaign_report() -> None:
-    """The README's CPU-hour row and the cpu_hour report's *Who leads* table come from one function (campaign.leads):
+    """The README's CPU-hour row and the cpu_hour report's *Who leads* table come from one function (report.leads):
     per task, each algorithm's mean at 60 CPU-min is the same number (to the README's 3 significant digits)."""
     with contextlib.chdir(ROOT):
         cells, sources = report.cpu_hour_row(report.repo_campaign("cpu_hour.yml"))
