@@ -25,7 +25,7 @@ CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
 #: entry was chosen on, issue #43)
 SUITES = ("classic", "mujoco", "algorithmic", "recurrent", "speed/learning", "mujoco/wall_clock", "classic_fresh")
 #: result folders of the tool benchmarks (no learning runs: a results.md and its plots)
-TOOL_SUITES = ("replay", "demonstrations", "speed", "defaults_study")
+TOOL_SUITES = ("replay", "demonstrations", "speed", "defaults_study", "install")
 TINY_GRID = [
     *("--algos", "ppo", "a2c", "--envs", "CartPole-v1", "--seeds", "0", "1", "--steps", "512"),
     *("--eval-freq", "256", "--eval-episodes", "2", "--workers", "2", "--quiet"),
