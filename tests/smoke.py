@@ -17,7 +17,7 @@ import numpy as np
 import torch as th
 
 import sb3_pcl
-from sb3_pcl.common.hyperparams import hyperparams_dir
+from sb3_pcl.hyperparams_files import hyperparams_dir
 
 
 def check_install(outside: Path | None) -> None:

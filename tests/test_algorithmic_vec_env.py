@@ -14,7 +14,6 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl.common.episodes import set_reset_seeds
 from sb3_pcl.envs import (
     ALGORITHMIC_ENV_IDS,
     AlgorithmicVecEnv,
@@ -22,6 +21,7 @@ from sb3_pcl.envs import (
     SharedCurriculum,
     make_algorithmic_vec_env,
 )
+from sb3_pcl.reinforce.episodes import set_reset_seeds
 from sb3_pcl.urex import UREX
 
 

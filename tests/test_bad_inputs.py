@@ -505,7 +505,7 @@ def test_reinforce_and_urex_learn_on_envs_whose_reset_ignores_the_seed(algo: typ
 
 
 def test_reset_infos_holding_nan_compare_equal() -> None:
-    from sb3_pcl.common.episodes import GroupSyncError, check_group_sync
+    from sb3_pcl.reinforce.episodes import GroupSyncError, check_group_sync
 
     same = [{"x": float("nan"), "y": np.array([np.nan])} for _ in range(2)]  # equal objects, NaN != NaN elementwise
     check_group_sync(np.zeros((2, 1)), 2, same)  # no GroupSyncError: NaN in the same place counts as equal

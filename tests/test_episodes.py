@@ -12,7 +12,8 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper, VecNormalize
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl.common.episodes import (
+from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy
+from sb3_pcl.reinforce.episodes import (
     EpisodeBatch,
     batch_layout,
     check_group_sync,
@@ -23,7 +24,6 @@ from sb3_pcl.common.episodes import (
     original_observations,
     set_reset_seeds,
 )
-from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy
 from sb3_pcl.reinforce.losses import episode_totals, full_episode_policy_loss, k_sample_baseline, ment_bonus
 from sb3_pcl.urex.urex import urex_bonus
 

@@ -32,10 +32,10 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
-from sb3_pcl.common.consistency import path_consistency
 from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
 from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
+from sb3_pcl.pcl.consistency import path_consistency
 
 LSTM = {"lstm_hidden_size": 16}
 

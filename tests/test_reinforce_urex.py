@@ -14,6 +14,7 @@ import torch as th
 from gymnasium import spaces
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
+from sb3_pcl.common.episode_policy import evaluate_episodes, play_step
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -26,10 +27,9 @@ from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_f
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper, VecNormalize
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl.common.episode_policy import evaluate_episodes, play_step
-from sb3_pcl.common.episodes import collect_episode_batch
 from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions, evaluate_recurrent_episodes
 from sb3_pcl.reinforce import Reinforce
+from sb3_pcl.reinforce.episodes import collect_episode_batch
 from sb3_pcl.urex import UREX
 
 ALGOS = [Reinforce, UREX]
@@ -891,7 +891,7 @@ def test_unseedable_env_with_two_first_observations_always_falls_back(n_envs):
 
 def test_group_sync_error_of_a_seedable_env_is_still_raised():
     # The stronger probe must not hide groups that really drift apart on an env whose reset honours the seed.
-    from sb3_pcl.common.episodes import GroupSyncError
+    from sb3_pcl.reinforce.episodes import GroupSyncError
 
     class Drifting(gym.Env):
         observation_space = spaces.Box(0.0, 100.0, shape=(1,), dtype=np.float32)
