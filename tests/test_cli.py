@@ -89,8 +89,8 @@ def test_quick_run_trains_the_algorithmic_tasks_on_algorithmic_vec_env(monkeypat
             created.append(self.num_envs)
 
     monkeypatch.setattr(cli, "AlgorithmicVecEnv", Recording)
-    main(["--algo", "urex", "--env", "sb3_pcl/Copy-v0", "--steps", "800", "--eval-episodes", "2"])
-    assert created == [400]  # the training env (hyperparams/urex.yml); the evaluation env stays a DummyVecEnv
+    main(["--algo", "recurrent_urex", "--env", "sb3_pcl/Copy-v0", "--steps", "800", "--eval-episodes", "2"])
+    assert created == [400]  # the training env (hyperparams/recurrent_urex.yml); the evaluation env stays a DummyVecEnv
     assert "Evaluation return over 2 episodes" in capsys.readouterr().out
 
 

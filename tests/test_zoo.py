@@ -72,9 +72,9 @@ def conf_args(algo: str, tmp_path: Path) -> list[str]:
 
 
 def default_policy(algo: str) -> str:
-    """:return: ``"MlpPolicy"``, or ``"MlpLstmPolicy"`` for the recurrent algorithms that take no other"""
+    """:return: ``"MlpPolicy"``, or ``"MlpPrevActionLstmPolicy"`` for the recurrent algorithms that take no other"""
     aliases = sb3_pcl.ALGOS[algo].policy_aliases
-    return "MlpPolicy" if "MlpPolicy" in aliases else "MlpLstmPolicy"
+    return "MlpPolicy" if "MlpPolicy" in aliases else "MlpPrevActionLstmPolicy"
 
 
 def accepts(algo_class: type, name: str) -> bool:
