@@ -133,14 +133,20 @@ def test_former_policy_name_works_with_a_deprecation_warning(algo, former, curre
     assert [warning.filename for warning in deprecations] == [__file__]  # shown at the user's line
 
 
-def test_nothing_is_registered_at_import_time():
-    """The recurrent classes are chosen by the user: importing sb3_pcl leaves Reinforce feed-forward only."""
+def test_importing_the_recurrent_package_changes_no_other_class():
+    """Recurrence is the user's choice of class: importing the recurrent policies and classes first (in a fresh
+    interpreter) leaves Reinforce feed-forward, with no recurrent alias, refusing a recurrent policy."""
     code = (
-        "import sb3_pcl, sys\n"
+        "import sb3_pcl.common.recurrent, sb3_pcl.recurrent_reinforce\n"
         "from sb3_pcl import Reinforce\n"
-        "assert 'sb3_pcl.common.episode_policy' not in sys.modules\n"
-        "assert not any(issubclass(p, __import__('sb3_contrib').common.recurrent.policies.RecurrentActorCriticPolicy)\n"
-        "               for p in Reinforce.policy_aliases.values())\n"
+        "from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy\n"
+        "assert set(Reinforce.policy_aliases) == {'MlpPolicy', 'CnnPolicy', 'MultiInputPolicy'}\n"
+        "try:\n"
+        "    Reinforce(MlpPrevActionLstmPolicy, 'CartPole-v1')\n"
+        "except ValueError as error:\n"
+        "    assert 'RecurrentReinforce' in str(error), error\n"
+        "else:\n"
+        "    raise AssertionError('Reinforce took a recurrent policy')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
