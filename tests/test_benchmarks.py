@@ -416,6 +416,13 @@ def _result_sections(suite: str) -> dict[str, str]:
 MADE_AS = {"recurrent_reinforce": "reinforce", "recurrent_urex": "urex"}
 
 
+def _current_name(algo: str) -> str:
+    """:return: the name under which a committed run's algorithm (or variant) runs now (:data:`MADE_AS`)"""
+    base, separator, variant = algo.partition(algorithms.VARIANT_SEPARATOR)
+    current = {made_as: name for name, made_as in MADE_AS.items()}.get(base, base)
+    return f"{current}{separator}{variant}"
+
+
 @pytest.mark.repo
 def test_every_shipped_entry_cites_a_results_table() -> None:
     """
@@ -504,10 +511,8 @@ def test_results_are_the_four_suites_and_every_variant_file_backs_one() -> None:
         assert f"benchmarks/hyperparams/{path.name}" in sources, (
             f"benchmarks/hyperparams/{path.name} backs no committed result"
         )
-    current_names = {made_as: current for current, made_as in MADE_AS.items()}
     for algo in {run["algo"] for run in runs if algorithms.VARIANT_SEPARATOR in run["algo"]}:
-        base, _, variant = algo.partition(algorithms.VARIANT_SEPARATOR)
-        algorithms.variant_overrides_path(f"{current_names.get(base, base)}{algorithms.VARIANT_SEPARATOR}{variant}")
+        algorithms.variant_overrides_path(_current_name(algo))
     assert len(list(algorithms.VARIANTS_HYPERPARAMS_DIR.iterdir())) <= 20
 
 
@@ -517,7 +522,7 @@ def test_shipped_entries_and_committed_runs_build() -> None:
     they are now (replay buffers shrunk to keep this fast; nothing is trained).
     """
     pytest.importorskip("mujoco")
-    sources = {(run["algo"], run["env"]): str(run["hyperparams_source"]) for run in _committed_runs()}
+    sources = {(_current_name(run["algo"]), run["env"]): str(run["hyperparams_source"]) for run in _committed_runs()}
     # an entry under a key that is not an env id (mujoco-2018) is read by campaigns with `entry:`: built on HalfCheetah
     shipped = [(algo, env, None) if "-v" in env else (algo, "HalfCheetah-v5", env) for algo, env, _ in _shipped_entries()]
     runs = dict.fromkeys([*shipped, *((algo, env, None) for algo, env in sources)])
