@@ -1035,6 +1035,20 @@ def test_load_replay_buffer_allow_pickle_is_an_explicit_opt_in_with_a_warning(tm
     assert_same_paths(model.replay_buffer, trained_pcl.replay_buffer)
 
 
+def test_buffers_pickled_by_another_version_are_refused_with_a_clear_message(tmp_path, trained_pcl):
+    """A pickle naming a class this version lacks (``PathIndex``), or holding another version's bookkeeping."""
+    model = cartpole_pcl()
+    text = pickle.dumps(trained_pcl.replay_buffer, protocol=2)  # classes named by GLOBAL opcodes: "module\nname\n"
+    assert b"\nPath\n" in text
+    (tmp_path / "missing_class.pkl").write_bytes(text.replace(b"\nPath\n", b"\nPathIndex\n"))
+    old = pickle.loads(text)
+    del old.__dict__["_table"]
+    (tmp_path / "old_state.pkl").write_bytes(pickle.dumps(old))
+    for name in ("missing_class.pkl", "old_state.pkl"):
+        with pytest.warns(UserWarning), pytest.raises(ValueError, match=f"{name}' holds a replay buffer pickled by another"):
+            model.load_replay_buffer(tmp_path / name, allow_pickle=True)
+
+
 def rewrite(source, target, **changes) -> None:
     """Copy the arrays of the npz ``source`` to ``target``, with ``changes`` (a value of None drops the array)."""
     with np.load(source, allow_pickle=False) as data:

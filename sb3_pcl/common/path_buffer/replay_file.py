@@ -549,11 +549,20 @@ def load_replay_file(
                 "files you trust; save_replay_buffer then writes it in the npz format, which loads without pickle",
                 stacklevel=3,
             )
-            buffer = pickle.load(file)
+            other_version = ValueError(
+                f"{name} holds a replay buffer pickled by another version of sb3_pcl: load it with that version and "
+                "save it with save_replay_buffer (an .npz file, which every version reads)"
+            )
+            try:
+                buffer = pickle.load(file)
+            except (AttributeError, ImportError):  # it names a class or module this version does not have
+                raise other_version from None
             # a PathReplayBuffer: of the loading class, one of its subclasses, or one of its bases
             related = isinstance(buffer, buffer_class) or issubclass(buffer_class, type(buffer))
             if not (isinstance(buffer, BaseBuffer) and related):
                 raise ValueError(f"{name} does not hold a PathReplayBuffer (found {type(buffer).__name__})")
+            if not isinstance(vars(buffer).get("_table"), np.ndarray):  # the table of the paths of this version
+                raise other_version
             if type(buffer) is not buffer_class:  # the same stored state, sampled as the loading model's class
                 converted = buffer_class.__new__(buffer_class)
                 converted.__dict__.update(vars(buffer))
