@@ -135,11 +135,11 @@ class PathReplayBuffer(BaseBuffer):
 
     Sampling and eviction read a NumPy table of the paths' numbers (:attr:`_table`, a row per path in increasing id:
     ``sample(64)`` over 5,000 paths takes about 0.45 ms, a loop over the paths about 10x that). A Fenwick tree over its
-    rows finds the ``k``-th finished path (``fifo``: the first, ``rand``: a uniform one) in O(log n), and the ``rank``
-    order is a heap: an add to a full buffer of one-step paths, which evicts a path every time, costs the same at 10k
-    and 300k slots (about 38k adds per CPU second, ``benchmarks/experiments/buffer_memory.py``), where a scan of the
-    table would cost O(n). :meth:`save_npz` / :meth:`load_npz` write and read a file that cannot run code when loaded
-    (:mod:`~sb3_pcl.common.path_buffer.replay_file`).
+    rows finds the ``k``-th finished path (``fifo``: the first, ``rand``: a uniform one) in O(log n) (a scan of 600k
+    rows takes 0.5 ms per ``rand`` eviction), and the ``rank`` order is a heap: an add to a full buffer of one-step
+    paths, which evicts a path every time, costs the same at 10k and 300k slots (about 35k adds per CPU second,
+    ``benchmarks/experiments/buffer_memory.py``). :meth:`save_npz` / :meth:`load_npz` write and read a file that cannot
+    run code when loaded (:mod:`~sb3_pcl.common.path_buffer.replay_file`).
 
     :param buffer_size: capacity in transitions
     :param observation_space: observation space
