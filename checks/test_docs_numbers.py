@@ -20,10 +20,12 @@ Prose is a page without what is not prose: its generated blocks, code (fenced bl
 - a count: a whole number from 0 to 10 with no unit (seeds, tasks, runs: ``3 seeds``, ``5 against 5``).
 
 :data:`UNSOURCED` lists the numbers still without a source when this check was written: the check fails on any
-other unsourced number, and on a listed one that no longer is (remove its line).
+other unsourced number, and on a listed one that no longer is (remove its line). ``python checks/test_docs_numbers.py``
+rewrites the list from the pages as they are (after a change to the docs that adds or sources numbers on purpose).
 """
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,33 @@ def test_every_number_of_the_docs_prose_has_a_source() -> None:
         " '## Numbers in the docs' table in the NOTES.md of its results folder:\n" + "\n".join(new)
     )
     assert not stale, f"sourced or gone now: remove these lines from {UNSOURCED_FILE.name}:\n" + "\n".join(stale)
+
+
+def where_else(number: str) -> str:
+    """:return: a note of the committed results and hyperparameter files that write ``number`` (a lead to a source)"""
+    written = re.compile(r"(?<![\w.])" + re.escape(number) + r"(?![\w]|\.\d)")
+    results = [*sorted((ROOT / "benchmarks" / "results").rglob("*.md")), ROOT / "RESULTS.md"]
+    hits = [path for path in results if written.search(path.read_text(encoding="utf-8"))]
+    if hits:
+        return f"written in {len(hits)} results file(s), e.g. {hits[0].relative_to(ROOT).as_posix()}"
+    files = sorted([*(ROOT / "hyperparams").glob("*.yml"), *(ROOT / "benchmarks").glob("*/*.yml")])
+    hits = [path for path in files if written.search(path.read_text(encoding="utf-8"))]
+    if hits:
+        return "written only in " + ", ".join(path.relative_to(ROOT).as_posix() for path in hits[:2])
+    return "written in no committed results or hyperparameter file"
+
+
+def write_unsourced() -> None:
+    """Rewrite :data:`UNSOURCED_FILE` with the pages' unsourced numbers, keeping the notes of those already listed."""
+    notes = {}
+    for line in UNSOURCED_FILE.read_text().splitlines():
+        page, number, *note = line.split("\t")
+        notes[(page, number)] = note[0] if note else where_else(number)
+    missing = unsourced()
+    lines = [f"{page}\t{number}\t{notes.get((page, number)) or where_else(number)}" for page, number in missing]
+    UNSOURCED_FILE.write_text("".join(line + "\n" for line in lines))
+    print(f"{UNSOURCED_FILE}: {len(missing)} numbers without a source", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    write_unsourced()
