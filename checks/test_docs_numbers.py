@@ -5,7 +5,8 @@ A number of a page's prose is sourced when it is written in one of that page's g
 ``<!-- campaign FILE: start -->`` ... ``<!-- campaign FILE: end -->``, README's ``<!-- results summary ... -->`` ...
 ``<!-- end of the results summary -->``), or when a ``## Numbers in the docs`` table of a ``NOTES.md`` under
 ``benchmarks/results/`` has a row for it: ``| page | number, as written | source |``, the source saying where in the
-committed data the number is (a file and its rows or columns, or the command that computes it from them).
+committed data the number is (a file and its rows or columns, or the command that computes it from them). A row for
+a number that its page no longer writes fails the check (the number changed: check its source again).
 
 Prose is a page without what is not prose: its generated blocks, code (fenced blocks and inline code), math
 (``$...$``), HTML comments, headings, link targets and dates. Of the prose, these numbers are not results (:func:`numbers`):
@@ -146,6 +147,15 @@ def test_every_number_of_the_docs_prose_has_a_source() -> None:
         " '## Numbers in the docs' table in the NOTES.md of its results folder:\n" + "\n".join(new)
     )
     assert not stale, f"sourced or gone now: remove these lines from {UNSOURCED_FILE.name}:\n" + "\n".join(stale)
+
+
+def test_every_source_row_names_a_number_of_its_page() -> None:
+    prose_numbers = {}
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        prose_numbers[page.relative_to(ROOT).as_posix()] = set(numbers(prose(text)))
+    stale = sorted(row for row in sourced_in_notes() if row[1] not in prose_numbers.get(row[0], set()))
+    assert not stale, f"'## Numbers in the docs' rows of numbers their page no longer writes: {stale}"
 
 
 def where_else(number: str) -> str:
