@@ -144,9 +144,13 @@ def test_every_number_of_the_docs_prose_has_a_source() -> None:
     stale = [f"{page}\t{number}" for page, number in UNSOURCED if (page, number) not in missing]
     assert not new, (
         "numbers of the docs' prose with no source: put each in a generated block, or give it a row of a"
-        " '## Numbers in the docs' table in the NOTES.md of its results folder:\n" + "\n".join(new)
+        " '## Numbers in the docs' table in the NOTES.md of its results folder (or, for a number that is not a"
+        " result, list it: python checks/test_docs_numbers.py):\n" + "\n".join(new)
     )
-    assert not stale, f"sourced or gone now: remove these lines from {UNSOURCED_FILE.name}:\n" + "\n".join(stale)
+    assert not stale, (
+        f"sourced or gone now: remove these lines from {UNSOURCED_FILE.name} (python checks/test_docs_numbers.py):\n"
+        + "\n".join(stale)
+    )
 
 
 def test_every_source_row_names_a_number_of_its_page() -> None:
