@@ -45,7 +45,7 @@ GENERATED = re.compile(
 NOT_PROSE = [
     re.compile(r"^[ \t]*```.*?^[ \t]*```", re.DOTALL | re.MULTILINE),  # fenced code
     re.compile(r"<!--.*?-->", re.DOTALL),  # HTML comments
-    re.compile(r"``.+?``|`[^`\n]+`"),  # inline code
+    re.compile(r"``.+?``|`(?:[^`\n]|\n(?![ \t]*\n))+`"),  # inline code (a span may break a line, not a paragraph)
     re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.DOTALL),  # math
     re.compile(r"^#{1,6} .*$", re.MULTILINE),  # headings
     re.compile(r"\]\([^)\s]*\)"),  # link targets
@@ -134,6 +134,7 @@ def test_the_rules_set_aside_names_versions_years_and_counts() -> None:
     assert numbers(prose(text)) == ["1M", "6432", "6030", "7024", "-88.2", "0.44"]
     assert numbers(prose("seeds 0-2 and 100-102, `lr=3e-3`, $\\gamma = 0.99$, ICLR 2018, 2026-11-27")) == ["100", "102"]
     assert numbers(prose("rewards of 1e30 overflow float32 (3.4e38)")) == []
+    assert numbers(prose("`--steps 300000\n--block 25000` ran")) == []
     assert numbers(prose("0.82M-1.94M and 77k-347k steps")) == ["0.82M", "1.94M", "77k", "347k"]
     assert numbers(prose("(Nachum, 2017-2018) at 95% bootstrap intervals, on Python >= 3.11\n```\n1234\n```")) == []
 
