@@ -30,6 +30,12 @@ STATE_FILENAME = "state.json"
 TRANSIENT_MODEL_ATTRIBUTES = ("_update_current_progress_remaining",)
 
 
+class BadFileError(ValueError):
+    """A file of the benchmark tool (a campaign file, a checkpoint's file, a results folder's file) that is missing,
+    truncated, corrupt or holds a field of the wrong type. Its message starts with the file's path, then where in it
+    (a key path, a line) and the problem."""
+
+
 def default_checkpoint_root() -> Path:
     """:return: ``$SB3_PCL_CHECKPOINT_DIR`` if set, else ``~/.cache/sb3_pcl/checkpoints`` (outside any work tree)"""
     configured = os.environ.get(CHECKPOINT_DIR_ENV)
