@@ -334,19 +334,26 @@ def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, t
 def run_states(campaign: Campaign) -> pd.DataFrame:
     """:return: One row per run, in run order: ``name, algo, env, seed, state`` (``done``, ``stopped``, ``failed``,
     ``partial`` or ``to do``), ``timesteps``, ``cpu_time_s`` (spent), ``budget`` (``"3600 CPU-s"``, ``"10M steps"``),
-    ``cpu_left_s`` (estimated; NaN when unknown), ``last_return`` and ``restarts`` (a partial run with rows past step 0
-    but no checkpoint: it starts again from 0 and its rows are replaced)"""
+    ``cpu_left_s`` (estimated; NaN when unknown), ``last_return``, ``restarts`` (a partial run with rows past step 0
+    but no checkpoint: it starts again from 0 and its rows are replaced) and ``problem`` (a damaged checkpoint: the
+    error that fails the run, which is ``failed``; else empty)
+
+    :raises BadFileError: for a damaged ``evaluations.csv`` or ``run_metadata.json`` (the campaign's, not one run's)"""
     frame = store.read_evaluations(campaign.out)
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     rows = []
     for task in campaign.tasks:
         run = frame[store.is_run(frame, task)].sort_values("timesteps")
-        state = read_state(task.checkpoint_dir) if task.checkpoint_dir else None
+        state, problem = None, ""
+        try:
+            state = read_state(task.checkpoint_dir) if task.checkpoint_dir else None
+        except BadFileError as exc:
+            problem = str(exc)
         steps = max(int(run["timesteps"].max()) if len(run) else 0, state["timesteps"] if state else 0)
         cpu = max(float(run["cpu_time_s"].max()) if len(run) else 0.0, state["cpu_time_s"] if state else 0.0)
         if task.name in metadata:
             status = metadata[task.name].get("status", "done")
-        elif (campaign.out / harness.RUNS_DIRNAME / f"{task.name}.err").is_file():
+        elif problem or (campaign.out / harness.RUNS_DIRNAME / f"{task.name}.err").is_file():
             status = "failed"
         else:
             status = "partial" if len(run) or state else "to do"
@@ -355,9 +362,9 @@ def run_states(campaign: Campaign) -> pd.DataFrame:
         last = float(run["mean_return"].iloc[-1]) if len(run) else math.nan
         started = bool(run["timesteps"].gt(0).any())
         restarts = status == "partial" and task.checkpoint_dir is not None and state is None and started
-        rows.append([task.name, task.algo, task.env, task.seed, status, steps, cpu, budget, left, last, restarts])
+        rows.append([task.name, task.algo, task.env, task.seed, status, steps, cpu, budget, left, last, restarts, problem])
     columns = ["name", "algo", "env", "seed", "state", "timesteps", "cpu_time_s", "budget", "cpu_left_s", "last_return"]
-    columns.append("restarts")
+    columns += ["restarts", "problem"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -381,6 +388,7 @@ def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
     for row in states.itertuples():
         last = "" if math.isnan(row.last_return) else f"  last return {row.last_return:.1f}"
         last += "  NO CHECKPOINT: starts again from 0" if row.restarts else ""
+        last += f"  DAMAGED CHECKPOINT: {row.problem}" if row.problem else ""
         lines.append(
             f"{row.name:<{width}}  {row.state:<7}  {reporting.steps(float(row.timesteps)):>6} steps  "
             f"{row.cpu_time_s:>7.0f} CPU-s  (budget {row.budget}){last}"
@@ -891,7 +899,8 @@ def run_campaign(
                     states.loc[task.name, "cpu_time_s"],
                     task.checkpoint_dir,
                 )
-            starts_at_zero = task.checkpoint_dir is None or read_state(task.checkpoint_dir) is None
+            damaged = bool(states.loc[task.name, "problem"])  # the run fails naming its file; its rows stay
+            starts_at_zero = task.checkpoint_dir is None or (not damaged and read_state(task.checkpoint_dir) is None)
             if starts_at_zero and states.loc[task.name, "state"] != "to do":
                 store.drop_rows(task)
         campaign.out.mkdir(parents=True, exist_ok=True)
@@ -921,19 +930,24 @@ def run_campaign(
 
 @contextlib.contextmanager
 def _running(campaign: Campaign) -> Iterator[None]:
-    """Hold the campaign's run lock (in :func:`benchmarks.store.lock_folder`): one ``run`` at a time."""
-    path = store.lock_folder(campaign.tasks[0]) / RUN_LOCK_FILENAME
+    """Hold the campaign's run locks: one ``run`` at a time, whether started from another checkout (the lock beside
+    the checkpoints, :func:`benchmarks.store.lock_folder`) or with another checkpoint folder (the lock in the results
+    folder's ``runs/``)."""
+    checkpoints = Path(campaign.tasks[0].checkpoint_dir or campaign.out / harness.RUNS_DIRNAME).parent
+    paths = dict.fromkeys([store.lock_folder(campaign.tasks[0]), campaign.out / harness.RUNS_DIRNAME])
     with contextlib.ExitStack() as stack:
-        try:
-            handle = stack.enter_context(store.locked(path, blocking=False))
-        except BlockingIOError:
-            raise RuntimeError(
-                f"{campaign.path} is already running ({path.read_text().strip() or 'another process'}): one run command "
-                "per campaign; see its progress with the status command"
-            ) from None
-        handle.truncate(0)
-        handle.write(f"pid {os.getpid()} on {platform.node()}\n")
-        handle.flush()
+        for path in (folder / RUN_LOCK_FILENAME for folder in paths):
+            try:
+                handle = stack.enter_context(store.locked(path, blocking=False))
+            except BlockingIOError:
+                raise RuntimeError(
+                    f"{campaign.path} is already running ({path.read_text().strip() or 'another process'}): one run "
+                    f"command per campaign (this one: checkpoints in {checkpoints}); see its progress with the status "
+                    "command"
+                ) from None
+            handle.truncate(0)
+            handle.write(f"pid {os.getpid()} on {platform.node()}, checkpoints in {checkpoints}\n")
+            handle.flush()
         yield
 
 
@@ -963,6 +977,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
+    try:
+        return _command(parser, args, sys.argv[1:] if argv is None else list(argv))
+    except BadFileError as exc:  # a damaged file of the campaign's results folder (one run's fails that run alone)
+        parser.error(str(exc))
+
+
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
+    """Run the command of ``args`` (parsed from ``argv``); :return: its exit code"""
     files = args.file if args.command == "status" else [args.file]
     try:
         campaigns = [load_campaign(file, args.checkpoint_dir) for file in files]
@@ -992,7 +1014,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     os.nice(args.nice)
-    command = shlex.join(["python", "-m", "benchmarks.campaign", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "benchmarks.campaign", *argv])
     try:
         results = run_campaign(campaign, args.workers, args.backend, args.address, command)
     except RuntimeError as exc:

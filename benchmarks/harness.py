@@ -40,7 +40,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 from benchmarks.algorithms import ALGORITHMS, REPO_ROOT, get_algorithm_class, load_hyperparams, resolve_entry, split_variant
-from benchmarks.checkpoint import restore_checkpoint, save_checkpoint, write_atomically
+from benchmarks.checkpoint import BadFileError, reading, restore_checkpoint, save_checkpoint, write_atomically
 
 EVAL_SEED_OFFSET = 1000
 #: Seed offset of the envs' first reset after a resume (``seed + offset + steps at the checkpoint``): the restarted
@@ -631,4 +631,13 @@ def now() -> str:
 
 
 def read_json(path: Path, default: Any) -> Any:
-    return json.loads(path.read_text()) if path.is_file() else default
+    """:return: The content of the JSON file ``path`` (``default`` when there is none)
+
+    :raises BadFileError: naming the file if it is torn or holds another type of value than ``default``"""
+    if not path.is_file():
+        return default
+    with reading(path, "JSON"):
+        content = json.loads(path.read_text())
+    if not isinstance(content, type(default)):
+        raise BadFileError(f"{path}: holds a {type(content).__name__}, expected a {type(default).__name__}")
+    return content

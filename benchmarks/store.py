@@ -7,10 +7,13 @@ file), ``run_metadata.json`` (a run when it ends, with its status) and the invoc
 from __future__ import annotations
 
 import contextlib
+import csv
 import fcntl
 import functools
 import io
 import json
+import math
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -18,7 +21,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from benchmarks import harness
-from benchmarks.checkpoint import write_atomically
+from benchmarks.checkpoint import BadFileError, reading, write_atomically
 
 #: Where a row was written, after the harness's columns: the git revision and the CPU model (a CPU-time budget buys
 #: another number of env steps on another CPU)
@@ -52,10 +55,65 @@ def locked(path: Path, blocking: bool = True) -> Iterator[TextIO]:
 
 
 def read_evaluations(out: str | Path) -> pd.DataFrame:
-    """:return: A folder's ``evaluations.csv`` (empty with :data:`COLUMNS` when there is none)"""
+    """:return: A folder's ``evaluations.csv`` (empty with :data:`COLUMNS` when there is none), checked first
+    (:func:`check_evaluations`)
+
+    :raises BadFileError: naming the file and the line of its first problem"""
     path = Path(out) / harness.EVALUATIONS_FILENAME
-    frame = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=list(COLUMNS))
-    return frame.reindex(columns=list(COLUMNS))
+    if not path.is_file():
+        return pd.DataFrame(columns=list(COLUMNS))
+    with reading(path, "text"):
+        text = path.read_text()
+    check_evaluations(path, text)
+    return pd.read_csv(io.StringIO(text)).reindex(columns=list(COLUMNS))
+
+
+#: The columns every ``evaluations.csv`` has (older folders lack ``cpu_time_s`` and the :data:`STAMP_COLUMNS`)
+REQUIRED_COLUMNS = ("algo", "env", "seed", "timesteps", "mean_return")
+#: Columns of numbers: whole and never empty, or any number (empty: NaN)
+WHOLE_COLUMNS = ("seed", "timesteps")
+NUMBER_COLUMNS = ("mean_return", "std_return", "wall_time_s", "cpu_time_s", "fps", "curriculum_length")
+
+
+def check_evaluations(path: Path, text: str) -> None:
+    """Check the content of an ``evaluations.csv`` as its writers leave it (a hand edit may not): a header of known
+    columns with the :data:`REQUIRED_COLUMNS`, then rows of as many fields, numbers where numbers go, algorithm and env
+    named, the last row ended by a newline (else it may have been cut mid-way).
+
+    :raises BadFileError: naming ``path``, the line and the problem"""
+    lines = list(csv.reader(io.StringIO(text)))
+    header = lines[0] if lines else []
+    unknown = [name for name in header if name not in COLUMNS]
+    if unknown or len(set(header)) != len(header) or not set(REQUIRED_COLUMNS) <= set(header):
+        problem = f"unknown column {unknown[0]!r}" if unknown else "a column missing or repeated"
+        raise BadFileError(
+            f"{path}: line 1: {problem}: the header must name {', '.join(COLUMNS)} (each once; at least "
+            f"{', '.join(REQUIRED_COLUMNS)}), got {header}"
+        )
+    if not text.endswith("\n"):
+        raise BadFileError(f"{path}: line {len(lines)}: no newline at the end: the last row may be cut mid-way")
+    for number, row in enumerate(lines[1:], start=2):
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise BadFileError(f"{path}: line {number}: {len(row)} fields, the header has {len(header)} (a row cut mid-way?)")
+        for name, value in zip(header, row, strict=True):
+            if name in ("algo", "env") and not value.strip():
+                raise BadFileError(f"{path}: line {number}: {name} is empty")
+            if name in WHOLE_COLUMNS + NUMBER_COLUMNS and not _is_number(value, whole=name in WHOLE_COLUMNS):
+                kind = "a whole number" if name in WHOLE_COLUMNS else "a number (or empty)"
+                raise BadFileError(f"{path}: line {number}: {name} must be {kind}, got {value!r}")
+
+
+def _is_number(text: str, whole: bool) -> bool:
+    """:return: Whether a CSV field is a number (``whole``: an integer, never empty; else empty is NaN)"""
+    if not text.strip():
+        return not whole
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return not whole or (math.isfinite(value) and value == int(value) and re.fullmatch(r"\s*[-+]?\d+\s*", text) is not None)
 
 
 def is_run(frame: pd.DataFrame, task: harness.RunTask) -> pd.Series:

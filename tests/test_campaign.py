@@ -258,7 +258,17 @@ def test_a_campaign_runs_once_at_a_time(tmp_path: Path, capsys: pytest.CaptureFi
     with campaign._running(loaded), pytest.raises(SystemExit):
         campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0"])
     assert "is already running (pid" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out" / "config.json").exists() and not (tmp_path / "out" / "evaluations.csv").exists()
+
+
+def test_a_second_run_with_another_checkpoint_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = _write(tmp_path, _tiny(tmp_path))
+    with campaign._running(campaign.load_campaign(path, tmp_path / "checkpoints")), pytest.raises(SystemExit):
+        campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "elsewhere"), "--nice", "0"])
+    error = capsys.readouterr().err
+    assert "is already running (pid" in error and f"checkpoints in {tmp_path / 'checkpoints'}" in error
+    assert f"this one: checkpoints in {tmp_path / 'elsewhere'}" in error
+    assert not (tmp_path / "out" / "config.json").exists()
 
 
 def test_bootstrap_interval_and_marks() -> None:
