@@ -65,7 +65,11 @@ def read_evaluations(out: str | Path) -> pd.DataFrame:
     with reading(path, "text"):
         text = path.read_text()
     check_evaluations(path, text)
-    return pd.read_csv(io.StringIO(text)).reindex(columns=list(COLUMNS))
+    with reading(path, "evaluations (CSV)"):
+        frame = pd.read_csv(io.StringIO(text))
+        # names as written: an algorithm or env called "nan" or "null" is not a missing value
+        frame[["algo", "env"]] = pd.read_csv(io.StringIO(text), usecols=["algo", "env"], dtype=str, keep_default_na=False)
+        return frame.reindex(columns=list(COLUMNS))
 
 
 #: The columns every ``evaluations.csv`` has (older folders lack ``cpu_time_s`` and the :data:`STAMP_COLUMNS`)
@@ -81,7 +85,11 @@ def check_evaluations(path: Path, text: str) -> None:
     named, the last row ended by a newline (else it may have been cut mid-way).
 
     :raises BadFileError: naming ``path``, the line and the problem"""
-    lines = list(csv.reader(io.StringIO(text)))
+    reader = csv.reader(io.StringIO(text), strict=True)
+    try:
+        lines = list(reader)
+    except csv.Error as exc:  # a quoted field cut mid-way
+        raise BadFileError(f"{path}: line {reader.line_num}: {exc} (a row cut mid-way?)") from exc
     header = lines[0] if lines else []
     unknown = [name for name in header if name not in COLUMNS]
     if unknown or len(set(header)) != len(header) or not set(REQUIRED_COLUMNS) <= set(header):

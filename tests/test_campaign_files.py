@@ -214,6 +214,10 @@ ROW = "a2c,CartPole-v1,0,200,21.5,1.5,0.5,0.4,400.0,,abc123,Some CPU"
         (f"{HEADER}\n{ROW},7\n", "line 2: 13 fields, the header has 12"),
         (f"{HEADER}\n{ROW.replace('a2c', ' ')}\n", "line 2: algo is empty"),
         ("", "line 1: a column missing"),
+        (
+            f"{HEADER}\n{ROW.replace('Some CPU', chr(34) + 'Some CPU, 2')}\n",
+            "line 2: unexpected end of data",
+        ),  # found by the property test
     ],
 )
 def test_a_hand_edited_evaluations_csv_is_refused_naming_the_line(
@@ -229,6 +233,12 @@ def test_a_hand_edited_evaluations_csv_is_refused_naming_the_line(
         campaign.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")])
     error = capsys.readouterr().err
     assert f"{csv}: line" in error and "Traceback" not in error
+
+
+def test_algorithm_and_env_names_are_read_as_written(tmp_path: Path) -> None:  # found by the property test
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / harness.EVALUATIONS_FILENAME).write_text(f"{HEADER}\n{ROW.replace('a2c', 'nan')}\n")
+    assert store.read_evaluations(tmp_path / "out")["algo"].tolist() == ["nan"]
 
 
 def test_a_torn_run_metadata_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
