@@ -969,6 +969,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=backends.BACKENDS, default="local", help="local worker processes, or Ray tasks")
     run.add_argument("--address", help="with --backend ray: HOST:PORT of the cluster's head, or auto")
     run.add_argument("--quiet", action="store_true", help="only warnings")
+    export = commands.add_parser("export-zoo", help="write rl-zoo3's log folder of a results folder (rl_zoo3.plots read it)")
+    export.add_argument("folder", help="results folder (its evaluations.csv)")
+    export.add_argument("--to", help="the log folder (default: FOLDER/zoo)")
     return parser
 
 
@@ -985,6 +988,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
     """Run the command of ``args`` (parsed from ``argv``); :return: its exit code"""
+    if args.command == "export-zoo":
+        written = store.export_zoo(args.folder, args.to)
+        print(f"Wrote {len(written)} evaluations.npz under {args.to or Path(args.folder) / harness.ZOO_DIRNAME}")
+        return 0
     files = args.file if args.command == "status" else [args.file]
     try:
         campaigns = [load_campaign(file, args.checkpoint_dir) for file in files]

@@ -44,14 +44,14 @@ def default_checkpoint_root() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "sb3_pcl" / "checkpoints"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, flushed to disk first: a process killed at
-    any moment leaves the old file or the new one, whole.
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (or bytes) to ``path`` through a temporary file and a rename, flushed to disk first: a process
+    killed at any moment leaves the old file or the new one, whole.
 
     :raises OSError: naming ``path`` (the disk full, no permission), the temporary file removed"""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w") as handle:
+        with open(tmp, "wb" if isinstance(text, bytes) else "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -112,6 +112,8 @@ def read_state(run_dir: str | Path) -> dict[str, Any] | None:
         problem = f"{', '.join(STATE_NUMBERS[:3])} must be finite and not negative"
     elif not isinstance(state["records"], list) or not all(_is_record(record) for record in state["records"]):
         problem = "records must be a list of evaluations (timesteps, mean_return, cpu_time_s, ... numbers)"
+    elif state.get("episodes") is not None and not _are_episodes(state["episodes"], len(state["records"])):
+        problem = "episodes must hold, for each record, its episode returns and lengths ([[numbers], [numbers]])"
     if problem is not None:
         raise BadFileError(f"{path}: {problem}{_FIX}")
     return state
@@ -124,6 +126,19 @@ def _is_record(record: Any) -> bool:
         isinstance(record, dict)
         and {"timesteps", "mean_return", "cpu_time_s"} <= set(record)
         and all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in record.values())
+    )
+
+
+def _are_episodes(episodes: Any, count: int) -> bool:
+    """:return: Whether ``episodes`` is a ``state.json``'s episode returns and lengths of ``count`` evaluations"""
+
+    def numbers(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in value)
+
+    return (
+        isinstance(episodes, list)
+        and len(episodes) == count
+        and all(isinstance(pair, list) and len(pair) == 2 and all(map(numbers, pair)) for pair in episodes)
     )
 
 

@@ -65,6 +65,8 @@ EVALUATIONS_FILENAME = "evaluations.csv"
 RUN_METADATA_FILENAME = "run_metadata.json"
 CONFIG_FILENAME = "config.json"
 SUMMARY_FILENAME = "results.md"
+#: rl-zoo3's log folder of a results folder: ``zoo/<algo>/<env>_<seed>/evaluations.npz``, what ``rl_zoo3.plots`` read
+ZOO_DIRNAME = "zoo"
 
 
 @dataclasses.dataclass
@@ -270,6 +272,8 @@ class BudgetEvalCallback(BaseCallback):
         self.task, self.eval_env, self.stop_threshold = task, eval_env, stop_threshold
         self.progress = Path(progress) if isinstance(progress, (str, Path)) else progress
         self.records: list[dict[str, float]] = []
+        #: each evaluation's episode returns and lengths (``None``: not kept, by a checkpoint of an earlier version)
+        self.episodes: list[tuple[list[float], list[int]]] | None = []
         self.stopped_at_threshold = self.stopped_at_cpu_budget = self.stopped_by_rule = False
         self._wall_offset = self._cpu_offset = self._last_checkpoint = 0.0  # continued from a checkpoint
         self._start, self._cpu_start, self._excluded_wall, self._excluded_cpu = 0.0, 0.0, 0.0, 0.0
@@ -317,11 +321,14 @@ class BudgetEvalCallback(BaseCallback):
             "wall_time_s": self.train_time(),
             "next_cpu_mark": self._next_time_eval,  # the CPU time may pass a mark between the last step and now
             "records": self.records,
+            "episodes": self.episodes,
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from a checkpoint's :meth:`state`: the training times go on from its counters, the records follow."""
         self.records = [dict(record) for record in state["records"]]
+        episodes = state.get("episodes")
+        self.episodes = None if episodes is None else [(list(returns), list(lengths)) for returns, lengths in episodes]
         self._wall_offset, self._cpu_offset = float(state["wall_time_s"]), float(state["cpu_time_s"])
         self._last_checkpoint = self._cpu_offset
         self._resumed_cpu_mark = float(state["next_cpu_mark"])
@@ -397,7 +404,7 @@ class BudgetEvalCallback(BaseCallback):
         """:return: The new record (:data:`EVAL_COLUMNS` after ``seed``)"""
         train_time, train_cpu_time = self.train_time(), self.train_cpu_time()
         with self._excluded():
-            returns = self._returns()
+            returns, lengths = self._returns()
         steps = int(self.model.num_timesteps)
         record = {
             "timesteps": steps,
@@ -409,12 +416,16 @@ class BudgetEvalCallback(BaseCallback):
             "curriculum_length": curriculum_length(self.model.get_env()),
         }
         self.records.append(record)
+        if self.episodes is not None:
+            self.episodes.append((returns, lengths))
         if self.progress is not None:
             with self._excluded():  # writing the records is not training either
                 if isinstance(self.progress, Path):
                     write_atomically(self.progress, self.evaluations().to_csv(index=False))
                 else:
                     self.progress(self.evaluations())
+                task, zoo = self.task, Path(self.task.out_dir) / ZOO_DIRNAME
+                write_zoo_evaluations(zoo_evaluations_path(zoo, task.algo, task.env, task.seed), self.records, self.episodes)
         return record
 
     def evaluations(self) -> pd.DataFrame:
@@ -422,19 +433,54 @@ class BudgetEvalCallback(BaseCallback):
         columns = {"algo": self.task.algo, "env": self.task.env, "seed": self.task.seed}
         return pd.DataFrame([{**columns, **row} for row in self.records])
 
-    def _returns(self) -> list[float]:
-        """:return: The returns of this evaluation (:data:`METRICS`)"""
+    def _returns(self) -> tuple[list[float], list[int]]:
+        """:return: The episode returns and lengths of this evaluation (:data:`METRICS`)"""
         if self.task.metric == "train":
-            return [float(info["r"]) for info in self.model.ep_info_buffer or []]
+            infos = list(self.model.ep_info_buffer or [])
+            return [float(info["r"]) for info in infos], [int(info["l"]) for info in infos]
         assert self.eval_env is not None, "metric 'eval' needs an evaluation env"
         train_norm, eval_norm = self.model.get_vec_normalize_env(), unwrap_vec_normalize(self.eval_env)
         if isinstance(train_norm, VecNormalize) and eval_norm is not None:
             eval_norm.obs_rms = copy.deepcopy(train_norm.obs_rms)
             eval_norm.training = False
-        episode_returns, _ = evaluate_policy(
+        episode_returns, episode_lengths = evaluate_policy(
             self.model, self.eval_env, self.task.n_eval_episodes, deterministic=True, return_episode_rewards=True, warn=False
         )
-        return [float(value) for value in episode_returns]  # type: ignore[union-attr]
+        return [float(value) for value in episode_returns], [int(value) for value in episode_lengths]  # type: ignore[union-attr]
+
+
+def zoo_evaluations_path(log_folder: str | Path, algo: str, env_id: str, seed: int) -> Path:
+    """:return: Where a run's ``evaluations.npz`` goes in rl-zoo3's layout, ``<log folder>/<algo>/<env>_<seed>/``
+    (the seed in place of rl-zoo3's experiment number; a results folder's log folder is ``<out>/zoo``)"""
+    return Path(log_folder) / safe_name(algo) / f"{safe_name(env_id)}_{seed}" / "evaluations.npz"
+
+
+def write_zoo_evaluations(
+    path: Path, records: Sequence[Mapping[str, float]], episodes: Sequence[tuple[Sequence[float], Sequence[int]]] | None
+) -> None:
+    """
+    Write a run's evaluations as SB3's ``EvalCallback`` writes them (``timesteps``; ``results`` and ``ep_lengths``, one
+    row per evaluation, one column per episode), through a temporary file and a rename.
+
+    :param records: The evaluations (``timesteps``, ``mean_return``), as in ``evaluations.csv``
+    :param episodes: Each evaluation's episode returns and lengths; ``None`` (not kept) or a varying number of episodes
+        (the ``train`` metric): ``results`` holds two columns, ``mean_return - std_return`` and ``mean_return +
+        std_return``, whose mean and standard deviation are the recorded ones (rl-zoo3's plots need two episodes or
+        more), and ``ep_lengths`` NaN
+    """
+    counts = {len(returns) for returns, _ in episodes or []}
+    if episodes is not None and len(episodes) == len(records) and len(counts) == 1 and 0 not in counts:
+        results = np.array([returns for returns, _ in episodes], dtype=np.float64)
+        lengths = np.array([lengths for _, lengths in episodes], dtype=np.float64).astype(np.int64)
+    else:
+        spread = [(record["mean_return"], record.get("std_return", math.nan)) for record in records]
+        results = np.array([[mean - std, mean + std] for mean, std in spread], dtype=np.float64).reshape(-1, 2)
+        lengths = np.full(results.shape, np.nan)
+    timesteps = np.array([record["timesteps"] for record in records], dtype=np.int64)
+    archive = io.BytesIO()
+    np.savez(archive, timesteps=timesteps, results=results, ep_lengths=lengths)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, archive.getvalue())
 
 
 def _spec_reward_threshold(env_id: str) -> float | None:

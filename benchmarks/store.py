@@ -12,12 +12,12 @@ import fcntl
 import functools
 import io
 import json
-import math
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
 import pandas as pd
 
 from benchmarks import harness
@@ -69,7 +69,11 @@ def read_evaluations(out: str | Path) -> pd.DataFrame:
         frame = pd.read_csv(io.StringIO(text))
         # names as written: an algorithm or env called "nan" or "null" is not a missing value
         frame[["algo", "env"]] = pd.read_csv(io.StringIO(text), usecols=["algo", "env"], dtype=str, keep_default_na=False)
-        return frame.reindex(columns=list(COLUMNS))
+    for column in [name for name in (*WHOLE_COLUMNS, *NUMBER_COLUMNS) if name in frame and len(frame)]:  # missed?
+        wanted = pd.api.types.is_integer_dtype if column in WHOLE_COLUMNS else pd.api.types.is_numeric_dtype
+        if not wanted(frame[column]) and not (column in NUMBER_COLUMNS and frame[column].isna().all()):
+            raise BadFileError(f"{path}: column {column} is not read as numbers: {frame[column].tolist()[:5]}...")
+    return frame.reindex(columns=list(COLUMNS))
 
 
 #: The columns every ``evaluations.csv`` has (older folders lack ``cpu_time_s`` and the :data:`STAMP_COLUMNS`)
@@ -113,15 +117,16 @@ def check_evaluations(path: Path, text: str) -> None:
                 raise BadFileError(f"{path}: line {number}: {name} must be {kind}, got {value!r}")
 
 
+#: How the writers (pandas) write numbers: decimals, exponents, ``inf``, ``nan``
+NUMBER = re.compile(r"[-+]?((\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|inf|infinity|nan)", re.IGNORECASE)
+
+
 def _is_number(text: str, whole: bool) -> bool:
-    """:return: Whether a CSV field is a number (``whole``: an integer, never empty; else empty is NaN)"""
-    if not text.strip():
+    """:return: Whether a CSV field is a number as pandas reads one (``whole``: an integer, never empty; else empty is
+    NaN)"""
+    if not text:
         return not whole
-    try:
-        value = float(text)
-    except ValueError:
-        return False
-    return not whole or (math.isfinite(value) and value == int(value) and re.fullmatch(r"\s*[-+]?\d+\s*", text) is not None)
+    return re.fullmatch(r"[-+]?\d+", text) is not None if whole else NUMBER.fullmatch(text) is not None
 
 
 def is_run(frame: pd.DataFrame, task: harness.RunTask) -> pd.Series:
@@ -159,7 +164,10 @@ def store_rows(task: harness.RunTask, stamped: Mapping[str, str], frame: pd.Data
 def store_run(task: harness.RunTask, csv_text: str, metadata: Mapping[str, Any]) -> None:
     """Record a finished run: its rows, then its entry in ``run_metadata.json`` (status ``done`` or ``stopped``)."""
     stamped = {**stamp(), "cpu": metadata.get("cpu", harness.cpu_model())}  # the worker's CPU (Ray: another machine)
-    store_rows(task, stamped, pd.read_csv(io.StringIO(csv_text)))
+    rows = pd.read_csv(io.StringIO(csv_text))
+    store_rows(task, stamped, rows)
+    if len(rows):  # a run on another machine (Ray) wrote no log folder here: its rows give one
+        write_zoo_from_rows(Path(task.out_dir) / harness.ZOO_DIRNAME, rows)
     out = Path(task.out_dir)
     with locked(lock_folder(task) / LOCK_FILENAME):
         everything = harness.read_json(out / harness.RUN_METADATA_FILENAME, {})
@@ -192,6 +200,43 @@ def _drop_rows(task: harness.RunTask) -> None:
     old = read_evaluations(Path(task.out_dir))
     if is_run(old, task).any():
         write_atomically(Path(task.out_dir) / harness.EVALUATIONS_FILENAME, old[~is_run(old, task)].to_csv(index=False))
+    zoo = Path(task.out_dir) / harness.ZOO_DIRNAME
+    harness.zoo_evaluations_path(zoo, task.algo, task.env, task.seed).unlink(missing_ok=True)
+
+
+def export_zoo(out: str | Path, to: str | Path | None = None) -> list[Path]:
+    """
+    Write rl-zoo3's log folder of a results folder from its ``evaluations.csv`` (for results written before runs
+    wrote it themselves): each run's ``<to>/<algo>/<env>_<seed>/evaluations.npz`` (:func:`benchmarks.harness
+    .write_zoo_evaluations`), its ``results`` the mean return minus and plus the standard deviation (the episodes'
+    returns were not kept). A run
+    whose file already holds the same evaluations (written by the run, with every episode) is left as it is.
+
+    :param out: The results folder
+    :param to: The log folder (default ``<out>/zoo``)
+    :return: The files written
+    :raises BadFileError: for a damaged ``evaluations.csv``
+    """
+    frame = read_evaluations(out).dropna(subset=["timesteps"])
+    to = Path(out) / harness.ZOO_DIRNAME if to is None else Path(to)
+    written = [write_zoo_from_rows(to, run) for _, run in frame.groupby(["algo", "env", "seed"], sort=True)]
+    return [path for path in written if path is not None]
+
+
+def write_zoo_from_rows(log_folder: Path, run: pd.DataFrame) -> Path | None:
+    """Write one run's ``evaluations.npz`` of rl-zoo3's layout from its rows of ``evaluations.csv``, unless the file
+    already holds the same evaluations (written by the run, with every episode).
+
+    :return: The file written, ``None`` if kept"""
+    run = run.sort_values("timesteps", kind="stable")
+    first = run.iloc[0]
+    path = harness.zoo_evaluations_path(log_folder, str(first["algo"]), str(first["env"]), int(first["seed"]))
+    if path.is_file():
+        with reading(path, "rl-zoo3's evaluations"), np.load(path, allow_pickle=False) as existing:
+            if np.array_equal(existing["timesteps"], run["timesteps"].to_numpy()):
+                return None
+    harness.write_zoo_evaluations(path, run.to_dict("records"), None)
+    return path
 
 
 def progress_rows(task: harness.RunTask) -> functools.partial[None]:

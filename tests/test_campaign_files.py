@@ -217,7 +217,9 @@ ROW = "a2c,CartPole-v1,0,200,21.5,1.5,0.5,0.4,400.0,,abc123,Some CPU"
         (
             f"{HEADER}\n{ROW.replace('Some CPU', chr(34) + 'Some CPU, 2')}\n",
             "line 2: unexpected end of data",
-        ),  # found by the property test
+        ),  # found by the property test, as the next two
+        (f"{HEADER}\n{ROW.replace('21.5', ' ')}\n", "line 2: mean_return must be a number \\(or empty\\), got ' '"),
+        (f"{HEADER}\n{ROW.replace('21.5', '2_1')}\n", "line 2: mean_return must be a number"),
     ],
 )
 def test_a_hand_edited_evaluations_csv_is_refused_naming_the_line(
