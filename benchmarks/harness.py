@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
@@ -249,10 +249,8 @@ class BudgetEvalCallback(BaseCallback):
     env steps, so marks are overshot by up to one env step or update phase; the records hold the actual times.
 
     The recorded training wall-clock and CPU time (``time.process_time()`` of this process: no ``SubprocVecEnv``
-    workers) leave out evaluations and checkpoints. With a ``checkpoint_dir``, a checkpoint (with :meth:`state`) is
-    written every ``checkpoint_every`` CPU seconds, at the start of a collection (after the last update, so that every
-    step counted was trained on; one collection later when a CPU-time evaluation is due, so that it holds that
-    evaluation); :meth:`load_state` continues from one.
+    workers) leave out evaluations and checkpoints (:meth:`excluded`). A checkpoint holds :meth:`state`;
+    :meth:`load_state` continues from one (:class:`CPUTimeCheckpointCallback` writes them).
 
     :param task: The run
     :param eval_env: Evaluation env (``metric="eval"``); ``VecNormalize`` statistics are copied from the training env
@@ -275,11 +273,10 @@ class BudgetEvalCallback(BaseCallback):
         #: each evaluation's episode returns and lengths (``None``: not kept, by a checkpoint of an earlier version)
         self.episodes: list[tuple[list[float], list[int]]] | None = []
         self.stopped_at_threshold = self.stopped_at_cpu_budget = self.stopped_by_rule = False
-        self._wall_offset = self._cpu_offset = self._last_checkpoint = 0.0  # continued from a checkpoint
+        self._wall_offset = self._cpu_offset = 0.0  # continued from a checkpoint
         self._start, self._cpu_start, self._excluded_wall, self._excluded_cpu = 0.0, 0.0, 0.0, 0.0
         self._next_eval, self._next_time_eval = task.eval_freq, self._time_mark_after(0.0)
         self._resumed_cpu_mark: float | None = None
-        self._checkpoint_waited = False
 
     def train_time(self) -> float:
         """:return: Seconds of training wall-clock (over all sessions of a resumed run), evaluation excluded"""
@@ -290,7 +287,7 @@ class BudgetEvalCallback(BaseCallback):
         return self._cpu_offset + time.process_time() - self._cpu_start - self._excluded_cpu
 
     @contextlib.contextmanager
-    def _excluded(self) -> Iterator[None]:
+    def excluded(self) -> Iterator[None]:
         """Keep the time spent inside (evaluation, checkpoints) out of the training time."""
         wall, cpu = time.perf_counter(), time.process_time()
         try:
@@ -330,7 +327,6 @@ class BudgetEvalCallback(BaseCallback):
         episodes = state.get("episodes")
         self.episodes = None if episodes is None else [(list(returns), list(lengths)) for returns, lengths in episodes]
         self._wall_offset, self._cpu_offset = float(state["wall_time_s"]), float(state["cpu_time_s"])
-        self._last_checkpoint = self._cpu_offset
         self._resumed_cpu_mark = float(state["next_cpu_mark"])
 
     def cpu_budget_spent(self) -> bool:
@@ -362,25 +358,10 @@ class BudgetEvalCallback(BaseCallback):
     def _on_training_end(self) -> None:
         self.model.__dict__.pop("_update_current_progress_remaining", None)
 
-    def _on_rollout_start(self) -> None:
-        task = self.task
-        if task.checkpoint_dir is None or self.train_cpu_time() - self._last_checkpoint < task.checkpoint_every:
-            return
-        if self.train_cpu_time() >= self._next_time_eval and not self._checkpoint_waited:
-            # the mark's evaluation comes at the next step: wait one collection so that the checkpoint holds its row
-            self._checkpoint_waited = True
-            return
-        self._checkpoint_waited = False
-        self.save_checkpoint()
-
-    def save_checkpoint(self) -> Path:
-        """:return: The folder of a new checkpoint of the run (model, buffers, random states, :meth:`state`)"""
-        assert self.task.checkpoint_dir is not None, "no checkpoint_dir"
-        with self._excluded():
-            state = self.state()
-            folder = save_checkpoint(self.task.checkpoint_dir, self.model, state)
-        self._last_checkpoint = state["cpu_time_s"]
-        return folder
+    @property
+    def next_cpu_mark(self) -> float:
+        """:return: The CPU time of the next CPU-time evaluation (``inf`` without one)"""
+        return self._next_time_eval
 
     def _on_step(self) -> bool:
         seconds, stop_below = self.train_cpu_time(), self.task.stop_below
@@ -403,7 +384,7 @@ class BudgetEvalCallback(BaseCallback):
     def evaluate(self) -> dict[str, float]:
         """:return: The new record (:data:`EVAL_COLUMNS` after ``seed``)"""
         train_time, train_cpu_time = self.train_time(), self.train_cpu_time()
-        with self._excluded():
+        with self.excluded():
             returns, lengths = self._returns()
         steps = int(self.model.num_timesteps)
         record = {
@@ -419,7 +400,7 @@ class BudgetEvalCallback(BaseCallback):
         if self.episodes is not None:
             self.episodes.append((returns, lengths))
         if self.progress is not None:
-            with self._excluded():  # writing the records is not training either
+            with self.excluded():  # writing the records is not training either
                 if isinstance(self.progress, Path):
                     write_atomically(self.progress, self.evaluations().to_csv(index=False))
                 else:
@@ -447,6 +428,50 @@ class BudgetEvalCallback(BaseCallback):
             self.model, self.eval_env, self.task.n_eval_episodes, deterministic=True, return_episode_rewards=True, warn=False
         )
         return [float(value) for value in episode_returns], [int(value) for value in episode_lengths]  # type: ignore[union-attr]
+
+
+class CPUTimeCheckpointCallback(CheckpointCallback):
+    """
+    SB3's ``CheckpointCallback`` for the run of a :class:`BudgetEvalCallback`, by CPU time and in the files of
+    :mod:`benchmarks.checkpoint` (npz and JSON, never pickle; the random states; each checkpoint whole or absent): a
+    checkpoint every ``every`` CPU seconds of training instead of every ``save_freq`` calls, at the start of a collection
+    (after the last update, so that every step counted was trained on; one collection later when a CPU-time evaluation
+    is due, so that it holds that evaluation). Its time is left out of the run's training time.
+
+    :param budget: The run's budget callback: its clock, its evaluation marks and the :meth:`BudgetEvalCallback.state`
+        a checkpoint holds (put this callback right after it)
+    :param save_path: The run's checkpoint folder
+    :param every: CPU seconds of training between checkpoints
+    """
+
+    def __init__(self, budget: BudgetEvalCallback, save_path: str, every: float):
+        super().__init__(save_freq=1, save_path=save_path, name_prefix="ckpt", save_replay_buffer=True, save_vecnormalize=True)
+        self.budget, self.every = budget, every
+        #: CPU seconds of training at the last checkpoint (a resumed run: its checkpoint's)
+        self.last_checkpoint = 0.0
+        self._waited = False
+
+    def _on_step(self) -> bool:
+        return True  # checkpoints come at the start of a collection (_on_rollout_start), not every save_freq steps
+
+    def _on_rollout_start(self) -> None:
+        seconds = self.budget.train_cpu_time()
+        if seconds - self.last_checkpoint < self.every:
+            return
+        if seconds >= self.budget.next_cpu_mark and not self._waited:
+            # the mark's evaluation comes at the next step: wait one collection so that the checkpoint holds its row
+            self._waited = True
+            return
+        self._waited = False
+        self.save()
+
+    def save(self) -> Path:
+        """:return: The folder of a new checkpoint of the run (model, buffers, random states, the budget's state)"""
+        with self.budget.excluded():
+            state = self.budget.state()
+            folder = save_checkpoint(self.save_path, self.model, state)
+        self.last_checkpoint = state["cpu_time_s"]
+        return folder
 
 
 def zoo_evaluations_path(log_folder: str | Path, algo: str, env_id: str, seed: int) -> Path:
@@ -579,16 +604,20 @@ def run_experiment(
             raise ValueError(f"stop_at_threshold needs a reward threshold and {task.env} has none: give one (--threshold)")
         stop_threshold = threshold if task.stop_at_threshold else None
         callback = BudgetEvalCallback(task, experiment.eval_env, stop_threshold, progress_path)
+        checkpoints = (
+            [CPUTimeCheckpointCallback(callback, task.checkpoint_dir, task.checkpoint_every)] if task.checkpoint_dir else []
+        )
         restored = restore_checkpoint(task.checkpoint_dir, model) if task.checkpoint_dir is not None else None
         if restored is not None:
             model, state = restored
             callback.load_state(state)
+            checkpoints[0].last_checkpoint = float(state["cpu_time_s"])
             resumed_from = int(model.num_timesteps)
             assert train_env is not None
             train_env.seed(task.seed + RESUME_SEED_OFFSET + resumed_from)  # the restarted episodes are new ones
         remaining = task.steps - model.num_timesteps
         if remaining > 0 and not callback.cpu_budget_spent():
-            callbacks = [callback, *experiment.callbacks, *callbacks]
+            callbacks = [callback, *checkpoints, *experiment.callbacks, *callbacks]
             model.learn(total_timesteps=remaining, callback=callbacks, reset_num_timesteps=resumed_from == 0)
         if not callback.records or callback.records[-1]["timesteps"] != model.num_timesteps:
             callback.evaluate()
