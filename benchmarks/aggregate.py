@@ -1,20 +1,18 @@
 """
-Aggregate metrics of a benchmark suite with `rliable <https://github.com/google-research/rliable>`_:
-``python -m benchmarks.aggregate benchmarks/results/classic`` (or ``--all``) writes into the suite folder
+Aggregate metrics of a benchmark suite with `rliable <https://github.com/google-research/rliable>`_: written by
+``python -m benchmarks.report benchmarks/results/classic`` (:mod:`benchmarks.report`) into the suite folder:
 ``aggregate.md`` (IQM, mean, median and optimality gap of the normalised final scores, with stratified-bootstrap
-intervals), ``performance_profile.png`` and ``sample_efficiency.png``. Options and normalisation: benchmarks/README.md.
+intervals where every env has :data:`benchmarks.reporting.MIN_SEEDS_FOR_INTERVAL` seeds), ``performance_profile.png``
+and ``sample_efficiency.png``. Normalisation: benchmarks/README.md.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import datetime
 import importlib.metadata
 import json
-import shlex
-import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from benchmarks.reporting import markdown_table, saved_figure, steps
+from benchmarks.reporting import MIN_SEEDS_FOR_INTERVAL, markdown_table, saved_figure, steps
 
 try:
     from rliable import library as rly_library
@@ -379,7 +377,11 @@ def aggregate_suite(
                 {int((metadata.get(run) or {}).get("steps") or last.loc[run, "timesteps"]) for run in runs}
             )
         scores[algo] = np.stack(columns, axis=1)
-    points, intervals = interval_estimates(scores, reps=reps, seed=seed)
+    supported = {algo: values for algo, values in scores.items() if len(values) >= MIN_SEEDS_FOR_INTERVAL}
+    points, intervals = interval_estimates(supported, reps=reps, seed=seed) if supported else ({}, {})
+    for algo in scores.keys() - supported.keys():  # too few seeds per env for an interval: the point estimates only
+        points[algo] = _metrics(scores[algo])
+        intervals[algo] = np.full((2, len(METRICS)), np.nan)
     curves = score_curves(frame, selection, references, metadata, n_points=n_points)
     return Aggregate(suite, references, selection, scores, points, intervals, budgets, curves, normalisation)
 
@@ -392,7 +394,7 @@ def _fmt(value: float) -> str:
 
 
 @contextlib.contextmanager
-def _figure(aggregate: Aggregate, path: str | Path, title: str, reps: int, vertical: bool) -> Iterator[tuple[Any, ...]]:
+def _figure(aggregate: Aggregate, path: str | Path, title: str, vertical: bool) -> Iterator[tuple[Any, ...]]:
     """
     A figure for the block, then its title, a dashed line at score 1 (``vertical``: on the x axis) and the legend.
 
@@ -406,8 +408,15 @@ def _figure(aggregate: Aggregate, path: str | Path, title: str, reps: int, verti
     with saved_figure(path, figsize=(7, 4.5)) as (_, ax):
         yield legend, {"colors": colors, "ax": ax, "labelsize": "medium", "ticklabelsize": "medium"}
         (ax.axvline if vertical else ax.axhline)(1.0, color="gray", linestyle="--", linewidth=1)
-        ax.set_title(f"{aggregate.suite}: {title} ({int(CONFIDENCE * 100)}% CIs, {reps} bootstrap reps)")
+        ax.set_title(
+            f"{aggregate.suite}: {title} ({int(CONFIDENCE * 100)}% bands from {MIN_SEEDS_FOR_INTERVAL} seeds per env)"
+        )
         ax.legend(loc="best", fontsize="small")
+
+
+def _supported(aggregate: Aggregate, algo: str) -> bool:
+    """:return: Whether the algorithm has seeds enough on every env for an interval (and a band)"""
+    return len(aggregate.selection.seeds[algo]) >= MIN_SEEDS_FOR_INTERVAL
 
 
 def plot_performance_profile(
@@ -425,11 +434,11 @@ def plot_performance_profile(
         profiles, bands = rly_library.create_performance_profile(
             dict(aggregate.scores), taus, reps=reps, confidence_interval_size=CONFIDENCE
         )
-    with _figure(aggregate, path, "performance profile", reps, vertical=True) as (legend, style):
+    with _figure(aggregate, path, "performance profile", vertical=True) as (legend, style):
         rly_plots.plot_performance_profiles(
             {legend[algo]: profile for algo, profile in profiles.items()},
             taus,
-            performance_profile_cis={legend[algo]: band for algo, band in bands.items()},
+            performance_profile_cis={legend[algo]: band for algo, band in bands.items() if _supported(aggregate, algo)},
             xlabel=r"normalised final score $\tau$ (1 = reference)",
             ylabel=r"fraction of runs with score > $\tau$",
             **style,
@@ -448,11 +457,15 @@ def plot_sample_efficiency(
     """
     estimates = {}
     for algo, (grid, scores) in aggregate.curves.items():
-        points, intervals = interval_estimates({algo: scores}, reps=reps, seed=seed, metric=_iqm_per_step)
-        estimates[algo] = (grid, points[algo], intervals[algo])
+        if _supported(aggregate, algo):
+            points, intervals = interval_estimates({algo: scores}, reps=reps, seed=seed, metric=_iqm_per_step)
+            estimates[algo] = (grid, points[algo], intervals[algo])
+        else:  # too few seeds per env for a band
+            iqm = _iqm_per_step(scores)
+            estimates[algo] = (grid, iqm, np.vstack([iqm, iqm]))
     horizons = [int(grid.max()) for grid, _, _ in estimates.values()]
     log_x = max(horizons) > 10 * max(min(horizons), 1)
-    with _figure(aggregate, path, "sample efficiency", reps, vertical=False) as (legend, style):
+    with _figure(aggregate, path, "sample efficiency", vertical=False) as (legend, style):
         for algo, (grid, iqm, interval) in estimates.items():
             shown = grid > 0 if log_x else np.ones_like(grid, dtype=bool)
             rly_plots.plot_sample_efficiency_curve(
@@ -468,20 +481,12 @@ def plot_sample_efficiency(
     return estimates
 
 
-def regenerate_command(folder: Path, suite: str | None, reps: int, profile_reps: int, seed: int, n_points: int) -> str:
-    """:return: The command line that regenerates a suite's aggregate with these settings"""
+def regenerate_command(folder: Path) -> str:
+    """:return: The command line that regenerates a suite's aggregate"""
     shown = str(folder)
     with contextlib.suppress(ValueError):
         shown = folder.resolve().relative_to(REPO_ROOT).as_posix()
-    parts = ["python", "-m", "benchmarks.aggregate", shown]
-    if suite is not None and suite != folder.resolve().name:
-        parts += ["--suite", suite]
-    options = {"--reps": (reps, DEFAULT_REPS), "--profile-reps": (profile_reps, DEFAULT_PROFILE_REPS)}
-    options |= {"--seed": (seed, DEFAULT_SEED), "--points": (n_points, DEFAULT_POINTS)}
-    for option, (value, default) in options.items():
-        if value != default:
-            parts += [option, str(value)]
-    return shlex.join(parts)
+    return f"python -m benchmarks.report {shown}"
 
 
 def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps: int, seed: int, date: str) -> str:
@@ -490,7 +495,7 @@ def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps:
     final_rows = [
         [algo, "{} x {}".format(*aggregate.scores[algo].shape)]
         + [
-            f"{_fmt(point)} [{_fmt(low)}, {_fmt(high)}]"
+            _fmt(point) if np.isnan(low) else f"{_fmt(point)} [{_fmt(low)}, {_fmt(high)}]"
             for point, low, high in zip(aggregate.points[algo], *aggregate.intervals[algo], strict=True)
         ]
         for algo in sel.seeds
@@ -529,7 +534,9 @@ def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps:
         "middle 50% of the scores; **mean**; **median** of the per-env mean scores; **optimality gap**, the mean "
         "shortfall below 1 (scores above 1 count as 1; lower is better). Brackets: 95% confidence intervals, "
         f"percentile stratified bootstrap over the seeds of each env (`rliable.library.get_interval_estimates`), {reps} "
-        f"bootstrap resamples, NumPy seed {seed}. With few seeds per env the intervals are wide and lean on those seeds.",
+        f"bootstrap resamples, NumPy seed {seed}, for an algorithm with at least {MIN_SEEDS_FOR_INTERVAL} seeds on "
+        "every env; with fewer, the point estimates alone (each env's resamples hold only its few seeds' values: an "
+        "interval would lean on them), and the per-env means below.",
         *([normalisation.notes] if normalisation.notes else []),
         "## Final normalised scores",
         "\n".join(markdown_table(["Algorithm", "Runs (seeds x envs)", *METRICS], final_rows)),
@@ -545,10 +552,11 @@ def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps:
         "## Plots",
         f"`{PROFILE_FILENAME}`: rliable's performance profile (`rliable.library.create_performance_profile`), the "
         f"fraction of all runs with a final score above tau, with 95% bands ({profile_reps} bootstrap resamples, seed "
-        f"{seed}).",
+        f"{seed}) for the algorithms with at least {MIN_SEEDS_FOR_INTERVAL} seeds on every env.",
         f"![performance profile]({PROFILE_FILENAME})",
         f"`{SAMPLE_EFFICIENCY_FILENAME}`: the IQM of the normalised score against env steps, with 95% bands "
-        f"({profile_reps} bootstrap resamples, seed {seed}). Per algorithm, evenly spaced steps from 0 to its shortest "
+        f"({profile_reps} bootstrap resamples, seed {seed}) from {MIN_SEEDS_FOR_INTERVAL} seeds per env. Per algorithm, "
+        "evenly spaced steps from 0 to its shortest "
         "run; a run's score at a step is its latest evaluation at or before it (evaluations placed on their run's "
         "`eval_freq` grid); a run stopped at the threshold keeps its last score to its budget; steps before some run's "
         "first evaluation with a return are left out.",
@@ -581,41 +589,7 @@ def write_aggregate(
     paths = [folder / name for name in OUTPUT_FILENAMES]
     plot_performance_profile(aggregate, paths[1], reps=profile_reps, seed=seed)
     plot_sample_efficiency(aggregate, paths[2], reps=profile_reps, seed=seed)
-    command = regenerate_command(folder, suite, reps, profile_reps, seed, n_points)
+    command = regenerate_command(folder)
     date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     paths[0].write_text(render_markdown(aggregate, command, reps, profile_reps, seed, date))
     return paths
-
-
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.aggregate",
-        description="rliable aggregate metrics, performance profile and sample-efficiency curve of benchmark suites.",
-    )
-    parser.add_argument("folders", nargs="*", type=Path, help="suite folders (e.g. benchmarks/results/classic)")
-    parser.add_argument("--all", action="store_true", help=f"the suites of benchmarks/results: {', '.join(NORMALISATION)}")
-    parser.add_argument("--suite", help="normalisation to use (default: the folder's name); only with one folder")
-    parser.add_argument("--reps", type=int, default=DEFAULT_REPS, help="bootstrap resamples of the table (%(default)s)")
-    parser.add_argument("--profile-reps", type=int, default=DEFAULT_PROFILE_REPS, help="of the plots (%(default)s)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstraps (%(default)s)")
-    parser.add_argument("--points", type=int, default=DEFAULT_POINTS, help="steps of the sample-efficiency curve")
-    args = parser.parse_args(argv)
-    if args.all == bool(args.folders):
-        parser.error("give suite folders (e.g. benchmarks/results/classic) or --all")
-    if args.suite and (args.all or len(args.folders) != 1):
-        parser.error("--suite goes with exactly one folder")
-    return args
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    for folder in [RESULTS_DIR / name for name in NORMALISATION] if args.all else args.folders:
-        paths = write_aggregate(
-            folder, suite=args.suite, reps=args.reps, profile_reps=args.profile_reps, seed=args.seed, n_points=args.points
-        )
-        print("wrote " + ", ".join(str(path) for path in paths))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

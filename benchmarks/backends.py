@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.checkpoint import remove_checkpoints, write_atomically
-from benchmarks.harness import RUNS_DIRNAME, RunTask, package_version, run_experiment
+from benchmarks.harness import RUNS_DIRNAME, ZOO_DIRNAME, RunTask, package_version, run_experiment
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,8 @@ def run_local(task: RunTask, store: Store, progress: Progress | None = None) -> 
     """Worker entry point: train one run (resuming it from its checkpoints), store it; never raises (a run that fails,
     or whose results cannot be stored, is recorded as failed: its checkpoints stay)."""
     try:
-        frame, metadata = run_experiment(task, progress(task) if progress is not None else None)
+        zoo = Path(task.out_dir) / ZOO_DIRNAME  # rl-zoo3's log folder, with every episode (store writes one without)
+        frame, metadata = run_experiment(task, progress(task) if progress is not None else None, zoo_folder=zoo)
         store(task, frame.to_csv(index=False), metadata)
     except Exception:
         return record_failure(task, traceback.format_exc())

@@ -257,6 +257,8 @@ class BudgetEvalCallback(BaseCallback):
     :param stop_threshold: Stop at the first evaluation after step 0 reaching it (``None``: spend the budget)
     :param progress: Where the records so far go after every evaluation: a CSV path (rewritten) or a callable taking
         them as a ``DataFrame``
+    :param zoo_folder: rl-zoo3's log folder where the run's ``evaluations.npz`` goes after every evaluation
+        (:func:`zoo_evaluations_path`; ``None``: none)
     """
 
     def __init__(
@@ -265,9 +267,10 @@ class BudgetEvalCallback(BaseCallback):
         eval_env: VecEnv | None = None,
         stop_threshold: float | None = None,
         progress: str | Path | Callable[[pd.DataFrame], None] | None = None,
+        zoo_folder: Path | None = None,
     ):
         super().__init__(verbose=0)
-        self.task, self.eval_env, self.stop_threshold = task, eval_env, stop_threshold
+        self.task, self.eval_env, self.stop_threshold, self.zoo_folder = task, eval_env, stop_threshold, zoo_folder
         self.progress = Path(progress) if isinstance(progress, (str, Path)) else progress
         self.records: list[dict[str, float]] = []
         #: each evaluation's episode returns and lengths (``None``: not kept, by a checkpoint of an earlier version)
@@ -399,14 +402,14 @@ class BudgetEvalCallback(BaseCallback):
         self.records.append(record)
         if self.episodes is not None:
             self.episodes.append((returns, lengths))
-        if self.progress is not None:
-            with self.excluded():  # writing the records is not training either
-                if isinstance(self.progress, Path):
-                    write_atomically(self.progress, self.evaluations().to_csv(index=False))
-                else:
-                    self.progress(self.evaluations())
-                task, zoo = self.task, Path(self.task.out_dir) / ZOO_DIRNAME
-                write_zoo_evaluations(zoo_evaluations_path(zoo, task.algo, task.env, task.seed), self.records, self.episodes)
+        with self.excluded():  # writing the records is not training either
+            if isinstance(self.progress, Path):
+                write_atomically(self.progress, self.evaluations().to_csv(index=False))
+            elif self.progress is not None:
+                self.progress(self.evaluations())
+            if self.zoo_folder is not None:
+                path = zoo_evaluations_path(self.zoo_folder, self.task.algo, self.task.env, self.task.seed)
+                write_zoo_evaluations(path, self.records, self.episodes)
         return record
 
     def evaluations(self) -> pd.DataFrame:
@@ -579,6 +582,7 @@ def run_experiment(
     task: RunTask,
     progress_path: str | Path | Callable[[pd.DataFrame], None] | None = None,
     callbacks: Sequence[BaseCallback] = (),
+    zoo_folder: Path | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     Train one run in the current process (one torch thread), evaluating along the way. With ``task.checkpoint_dir``,
@@ -588,6 +592,8 @@ def run_experiment(
     :param task: The run
     :param progress_path: Where the evaluations so far go after each evaluation: a CSV rewritten, or a callable
     :param callbacks: More callbacks for ``learn`` (after the harness's own and the entry's)
+    :param zoo_folder: rl-zoo3's log folder where the run's ``evaluations.npz`` goes after each evaluation (``None``:
+        none; a results folder's is ``<out>/zoo``)
     :return: Its evaluations (columns :data:`EVAL_COLUMNS`) and metadata (``resumed_from``: the step count of the
         checkpoint it started from, 0 for a fresh start)
     """
@@ -603,7 +609,7 @@ def run_experiment(
         if task.stop_at_threshold and threshold is None:
             raise ValueError(f"stop_at_threshold needs a reward threshold and {task.env} has none: give one (--threshold)")
         stop_threshold = threshold if task.stop_at_threshold else None
-        callback = BudgetEvalCallback(task, experiment.eval_env, stop_threshold, progress_path)
+        callback = BudgetEvalCallback(task, experiment.eval_env, stop_threshold, progress_path, zoo_folder)
         checkpoints = (
             [CPUTimeCheckpointCallback(callback, task.checkpoint_dir, task.checkpoint_every)] if task.checkpoint_dir else []
         )

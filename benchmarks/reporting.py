@@ -1,9 +1,11 @@
 """Statistics and formatting shared by the benchmark reports (NumPy, and ``scipy.stats`` for the tests and intervals).
 
-p-values: :func:`permutation_p_value` counts the splits whose absolute difference of the means is at least the observed
-one (``scipy.stats.permutation_test`` with that statistic and ``alternative="greater"``); with equal group sizes the
-null distribution is symmetric and this equals scipy's default two-sided p-value, twice the smaller one-sided one.
-:func:`stratified_rank_test` (no stratified test in scipy) gives twice the smaller one-sided exact p-value, capped at 1.
+p-values follow scipy's convention for a two-sided test: twice the smaller one-sided p-value, at most 1.
+:func:`permutation_p_value` is ``scipy.stats.permutation_test`` of the difference of the means with
+``alternative="two-sided"``; :func:`stratified_rank_test` (scipy has no test that shuffles within strata) computes its
+exact null distribution and takes the same two-sided p-value. With equal group sizes the permutation null is symmetric
+and this p-value equals the share of splits whose absolute difference is at least the observed one; with unequal sizes
+it can differ from that share.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import collections
 import contextlib
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,8 @@ import numpy.typing as npt
 #: within their range, and the range of n seeds holds the median of their distribution with probability 1 - 2^(1-n),
 #: below 95% up to 5 seeds (75% for 3: a "95% bootstrap interval" of 3 seeds is about their min-max)
 MIN_SEEDS_FOR_INTERVAL = 6
+#: How the reports state the p-values' convention (:func:`permutation_p_value`, :func:`stratified_rank_test`)
+P_VALUE_CONVENTION = "p two-sided as scipy defines it: twice the smaller one-sided p-value, at most 1"
 #: Resamples of :func:`bootstrap_interval`
 BOOTSTRAP_REPS = 10_000
 #: Above this many splits of the pooled values, :func:`permutation_p_value` draws this many at random (fixed seed)
@@ -52,6 +56,35 @@ def bootstrap_interval(
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
+def interval_of_mean(values: npt.ArrayLike) -> tuple[float, float]:
+    """:return: :func:`bootstrap_interval` where the seed count supports a 95% interval (at least
+    :data:`MIN_SEEDS_FOR_INTERVAL` values, all finite), else NaN"""
+    data = np.asarray(values, dtype=float)
+    if data.size < MIN_SEEDS_FOR_INTERVAL or not np.all(np.isfinite(data)):
+        return math.nan, math.nan
+    return bootstrap_interval(data)
+
+
+def mean_cell(values: npt.ArrayLike, show: Callable[[float], str] | None = None) -> str:
+    """
+    :param values: One value per seed
+    :param show: How to write a value (default :func:`number`)
+    :return: The mean with its 95% interval, ``6.4k [6k, 7k]``, where the seed count supports one
+        (:func:`interval_of_mean`), else the mean with the seed count and the range, ``3373 (5 seeds: 3304 to 3447)``;
+        one value as it is
+    """
+    show = show or number
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return "-"
+    low, high = interval_of_mean(data)
+    if not math.isnan(low):
+        return f"{show(float(data.mean()))} [{show(low)}, {show(high)}]"
+    if data.size == 1:
+        return show(float(data[0]))
+    return f"{show(float(data.mean()))} ({data.size} seeds: {show(float(data.min()))} to {show(float(data.max()))})"
+
+
 def range_coverage(n_seeds: int) -> float:
     """:return: The probability that the range (min-max) of ``n_seeds`` independent values holds their distribution's
     median, ``1 - 2^(1-n)``: an upper bound on the coverage of any interval drawn from the values' own range"""
@@ -63,23 +96,24 @@ def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike, seed: int =
     :param first: One value per seed of the first algorithm
     :param second: One value per seed of the second
     :param seed: Seed of the random splits drawn when there are more than :data:`EXACT_PERMUTATION_LIMIT`
-    :return: Two-sided p-value of the difference of the means: the fraction of the splits of the pooled values into
-        groups of the same sizes (all of them when few enough) whose difference is at least as large in magnitude
+    :return: Two-sided p-value of the difference of the means over the splits of the pooled values into groups of the
+        same sizes (all of them when few enough): twice the smaller of the shares of splits whose difference is at least
+        and at most the observed one, at most 1 (scipy's ``alternative="two-sided"``)
     """
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     if a.size == 0 or b.size == 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError(f"permutation_p_value needs finite values in both groups, got {list(a)} and {list(b)}")
     from scipy import stats
 
-    def distance(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.abs(np.mean(x, axis=axis) - np.mean(y, axis=axis))
+    def difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
     # exact (every split) when there are at most EXACT_PERMUTATION_LIMIT of them, else that many random ones
     result = stats.permutation_test(
         (a, b),
-        distance,
+        difference,
         permutation_type="independent",
-        alternative="greater",
+        alternative="two-sided",
         n_resamples=EXACT_PERMUTATION_LIMIT,
         vectorized=True,
         rng=np.random.default_rng(seed),

@@ -21,7 +21,7 @@ from benchmarks import harness, reporting
 from benchmarks.algorithms import ALGORITHMS, VARIANT_SEPARATOR, split_variant
 from benchmarks.checkpoint import write_atomically
 from benchmarks.harness import RUNS_DIRNAME, TIME_BUDGET_STEP_CAP, TIME_FRACTIONS, safe_name
-from benchmarks.reporting import markdown_table, number
+from benchmarks.reporting import interval_of_mean, markdown_table, number
 from benchmarks.reporting import steps as format_steps
 from benchmarks.store import read_evaluations
 
@@ -188,19 +188,6 @@ def value_at(run: pd.DataFrame, clock: str, mark: float) -> tuple[float, float] 
     if not len(after):
         return None
     return float(after["mean_return"].iloc[0]), float(after["timesteps"].iloc[0])
-
-
-def bootstrap_interval(values: Sequence[float]) -> tuple[float, float]:
-    """:return: The percentile bootstrap 95% interval of the mean of ``values`` (resampling them, fixed seed: the
-    report is reproducible); NaN for fewer than 2"""
-    finite = len(values) >= 2 and all(math.isfinite(value) for value in values)
-    return reporting.bootstrap_interval(values) if finite else (math.nan, math.nan)
-
-
-def interval_of_mean(values: Sequence[float]) -> tuple[float, float]:
-    """:return: :func:`bootstrap_interval` where the seed count supports a 95% interval (at least
-    :data:`benchmarks.reporting.MIN_SEEDS_FOR_INTERVAL` values), else NaN"""
-    return bootstrap_interval(values) if len(values) >= reporting.MIN_SEEDS_FOR_INTERVAL else (math.nan, math.nan)
 
 
 def report_row(algo: str, at: str, per_seed: Sequence[float | None], steps: Sequence[float]) -> list[str]:

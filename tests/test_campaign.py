@@ -12,7 +12,7 @@ import pytest
 import yaml
 from run_testing import Crash, CrashAt
 
-from benchmarks import algorithms, backends, campaign, checkpoint, harness, store, summary
+from benchmarks import algorithms, backends, campaign, checkpoint, harness, report, reporting, store, summary
 
 CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
 PAPER = {"HalfCheetah-v5": 7057, "Swimmer-v5": 297, "Hopper-v5": 3805, "Walker2d-v5": 5027, "Ant-v5": 6104}
@@ -271,10 +271,12 @@ def test_a_second_run_with_another_checkpoint_folder_is_refused(tmp_path: Path, 
     assert not (tmp_path / "out" / "config.json").exists()
 
 
-def test_bootstrap_interval_and_marks() -> None:
-    low, high = summary.bootstrap_interval([1.0, 2.0, 3.0])
-    assert 1.0 <= low < 2.0 < high <= 3.0
-    assert all(math.isnan(value) for value in summary.bootstrap_interval([5.0]))
+def test_intervals_from_six_seeds_and_marks() -> None:
+    low, high = reporting.interval_of_mean([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert 1.0 <= low < 3.5 < high <= 6.0
+    assert all(math.isnan(value) for value in reporting.interval_of_mean([1.0, 2.0, 3.0, 4.0, 5.0]))
+    assert reporting.mean_cell([1.0, 2.0, 4.0]) == "2.3 (3 seeds: 1.0 to 4.0)" and reporting.mean_cell([5.0]) == "5.0"
+    assert reporting.mean_cell(range(6)).startswith("2.5 [")
     run = pd.DataFrame({"cpu_time_s": [0.0, 290.0, 610.0], "timesteps": [0, 100, 200], "mean_return": [1.0, 2.0, 3.0]})
     assert summary.value_at(run, "cpu_time_s", 300) == (3.0, 200.0)  # the first evaluation at or after the mark
     assert summary.value_at(run, "cpu_time_s", 900) is None  # not there (yet)
@@ -374,7 +376,7 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
         for algo, status in (("a2c", "done"), ("ppo", "stopped"))
     }
     (out / harness.RUN_METADATA_FILENAME).write_text(json.dumps(metadata))
-    table = "\n".join(campaign.reference_table(loaded, store.read_evaluations(out)))
+    table = "\n".join(report.reference_table(loaded, store.read_evaluations(out)))
     # the step-0 evaluation (500) does not count; the ratio is the mean best (300 and 100) over the paper's 400
     assert (
         # 2 seeds: no interval (a 95% one needs 6 seeds or more)
@@ -387,18 +389,18 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     assert campaign.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     text = doc.read_text()
     assert table in text and "old" not in text and text.startswith("# Page") and text.endswith("\nAfter.\n")
-    report = (out / harness.SUMMARY_FILENAME).read_text()
-    assert table in report
+    written = (out / harness.SUMMARY_FILENAME).read_text()
+    assert table in written
     # every image the report links exists (an env without evaluations gets neither a plot nor a link)
-    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", report)
+    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", written)
     assert linked and all((out / name).is_file() for name in linked) and "Acrobot" not in "".join(linked)
-    assert "| Acrobot-v1 | - | a2c | - | - | seed 0: to do |" in table and "## Acrobot-v1\n\nNo evaluation yet." in report
+    assert "| Acrobot-v1 | - | a2c | - | - | seed 0: to do |" in table and "## Acrobot-v1\n\nNo evaluation yet." in written
     curves = re.findall(r"!\[[^]]*\]\(([^)]+)\)", doc.read_text())  # relative to the page; none for Acrobot
     assert curves == ["out/CartPole-v1_steps.png"] and (doc.parent / curves[0]).is_file()
     assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     doc.write_text("# Page without markers\n")
     with pytest.raises(ValueError, match="needs one line"):
-        campaign.write_docs(loaded, store.read_evaluations(out))
+        report.write_docs(loaded, store.read_evaluations(out))
 
 
 def test_who_leads_at_each_mark(tmp_path: Path) -> None:
@@ -415,17 +417,18 @@ def test_who_leads_at_each_mark(tmp_path: Path) -> None:
             for seed, value in enumerate(values)
         ]
     )
-    table = "\n".join(campaign.leaders_table(loaded, frame))
+    table = "\n".join(report.leaders_table(loaded, frame))
     # 3 against 3 seeds: the exact two-sided test cannot go below 2 / C(6, 3) = 0.1, so no lead is told apart
     assert (
         "| CartPole-v1 | 400 | ppo 110.0 (3) > a2c 20.0 (3) | not distinguishable (p = 0.1; smallest possible 0.1) |" in table
     )
     assert (
-        "| CartPole-v1 | 800 | ppo 70.0 (3) > a2c 45.0 (2) | not distinguishable (p = 0.2; smallest possible 0.1) |" in table
+        # 3 against 2, fully separated: one split of C(5, 2) = 10 is as extreme on its side; two-sided, twice that
+        "| CartPole-v1 | 800 | ppo 70.0 (3) > a2c 45.0 (2) | not distinguishable (p = 0.2; smallest possible 0.2) |" in table
     )
-    assert campaign.write_docs(loaded, frame) == [doc] and table in doc.read_text()
+    assert report.write_docs(loaded, frame) == [doc] and table in doc.read_text()
     one_algo = {**spec, "runs": runs[:1]}
-    assert campaign.leaders_table(campaign.load_campaign(_write(tmp_path, one_algo), tmp_path / "c"), frame) == []
+    assert report.leaders_table(campaign.load_campaign(_write(tmp_path, one_algo), tmp_path / "c"), frame) == []
 
 
 def test_runs_on_tuning_seeds_are_listed_apart_and_left_out_of_the_comparison(tmp_path: Path) -> None:
@@ -441,7 +444,7 @@ def test_runs_on_tuning_seeds_are_listed_apart_and_left_out_of_the_comparison(tm
     path = _write(tmp_path, spec)
     loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
     assert loaded.tuning_seeds == {"a2c__CartPole-v1__seed0", "a2c__CartPole-v1__seed1", "a2c__Acrobot-v1__seed0"}
-    assert [campaign.series(loaded, task) for task in loaded.tasks[:2]] == ["a2c (tuning seeds)", "ppo"]
+    assert [report.series(loaded, task) for task in loaded.tasks[:2]] == ["a2c (tuning seeds)", "ppo"]
     returns = {("a2c", 0): 500, ("a2c", 1): 480, ("ppo", 0): 200, ("ppo", 1): 220, ("a2c", 100): 100, ("a2c", 101): 120}
     rows = [
         {"algo": algo, "env": "CartPole-v1", "seed": seed, "timesteps": steps, "mean_return": value, "cpu_time_s": 1.0}
@@ -454,13 +457,13 @@ def test_runs_on_tuning_seeds_are_listed_apart_and_left_out_of_the_comparison(tm
     pd.DataFrame(rows).reindex(columns=list(store.COLUMNS)).to_csv(out / harness.EVALUATIONS_FILENAME, index=False)
     frame = store.read_evaluations(out)
     # the comparison sets a2c's seeds 100-101 (110) against ppo's; its tuning seeds (490) would have reversed it
-    leaders = "\n".join(campaign.leaders_table(loaded, frame))
+    leaders = "\n".join(report.leaders_table(loaded, frame))
     assert "| CartPole-v1 | 800 | ppo 210.0 (2) > a2c 110.0 (2) |" in leaders and "tuning" not in leaders.split("|", 1)[1]
     assert "left out" in leaders and "Acrobot" not in leaders
-    report = campaign.write_report(loaded).read_text()
-    assert "| a2c (tuning seeds) | 800 | 2/2 | 490.0 |" in report and "| a2c | 800 | 2/2 | 110.0 |" in report
-    assert "| a2c (tuning seeds) | 800 | 1/1 | -90.0 |" in report  # Acrobot: only tuning seeds, listed, not drawn
-    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", report)
+    written = report.write_report(loaded).read_text()
+    assert "| a2c (tuning seeds) | 800 | 2/2 | 490.0 |" in written and "| a2c | 800 | 2/2 | 110.0 |" in written
+    assert "| a2c (tuning seeds) | 800 | 1/1 | -90.0 |" in written  # Acrobot: only tuning seeds, listed, not drawn
+    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", written)
     assert linked and all((out / name).is_file() for name in linked) and "Acrobot" not in "".join(linked)
     assert not (out / "Acrobot-v1_cpu.png").exists()
     block = doc.read_text()

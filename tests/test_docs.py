@@ -167,7 +167,7 @@ def test_every_block_has_a_language_the_test_knows():
 
 @pytest.mark.repo
 def test_pages_stay_short():
-    # the README's results table (written by benchmarks/readme_results.py) takes a row per comparison
+    # the README's results table (written by python -m benchmarks.report) takes a row per comparison
     assert len((ROOT / "README.md").read_text().splitlines()) <= 170
     for page in PAGES[1:]:
         assert len(page.read_text().splitlines()) <= 400, page.name

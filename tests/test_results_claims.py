@@ -1,6 +1,7 @@
 """The published numbers: RESULTS.md's table (and the README's rows of it) against the committed data, and the
 harness's refusal to write over committed results."""
 
+import contextlib
 import json
 import re
 import shutil
@@ -12,18 +13,52 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import campaign, harness, readme_results, run, store
+from benchmarks import campaign, harness, report, run, store
 from benchmarks.reporting import bootstrap_interval, permutation_p_value
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the full results table, which ``python -m benchmarks.readme_results --readme RESULTS.md`` writes
+#: the full results table, which ``python -m benchmarks.report`` writes
 RESULTS_PAGE = ROOT / "RESULTS.md"
 PAGES = [ROOT / "README.md", RESULTS_PAGE, ROOT / "benchmarks" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: the pages holding generated blocks (README.md, RESULTS.md, the campaigns' docs pages)
+GENERATED = ["README.md", "RESULTS.md", "docs/trust_pcl.md", "docs/reproduction.md"]
 
 
 @pytest.mark.repo
-def test_readme_results_table_matches_the_committed_data(capsys: pytest.CaptureFixture[str]) -> None:
-    assert readme_results.main(["--check", "--readme", str(RESULTS_PAGE)]) == 0, capsys.readouterr().out
+def test_the_generated_blocks_match_the_committed_data() -> None:
+    """Every block ``python -m benchmarks.report`` writes (RESULTS.md's table, README.md's summary, the campaigns'
+    blocks in docs/) regenerated from the committed data equals the committed text."""
+    stale, sources = report.write_pages(check=True)
+    assert stale == [], f"run python -m benchmarks.report: {stale}"
+    assert sources
+
+
+@pytest.mark.repo
+def test_the_check_fails_on_a_changed_number(tmp_path: Path) -> None:
+    """A copy of the pages with one committed number altered in each generated block fails the check, block by block,
+    and writing the blocks restores the committed text."""
+    for name in GENERATED:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    altered = {  # a number of each generated block, what it becomes, and where the block starts
+        "RESULTS.md": ("-88.2 [-91.6, -85.3]", "-88.3 [-91.6, -85.3]", report.TABLE_MARKERS[0]),
+        "README.md": ("median 5k, mean 11.1k", "median 5k, mean 11.2k", report.SUMMARY_MARKERS[0]),
+        "docs/trust_pcl.md": ("trust_pcl 362.0 (3)", "trust_pcl 363.0 (3)", "<!-- campaign cpu_hour.yml: start -->"),
+        "docs/reproduction.md": ("| 0.92 |", "| 0.93 |", "<!-- campaign paper_table1.yml: start -->"),
+    }
+    for name, (number, changed, start) in altered.items():
+        text = (tmp_path / name).read_text()
+        head, block = text.split(start)
+        assert number in block, (name, number)
+        (tmp_path / name).write_text(head + start + block.replace(number, changed, 1))
+    stale = report.write_pages(check=True, root=tmp_path)[0]
+    assert len(stale) == len(altered) and all(any(block.startswith(name) for block in stale) for name in altered)
+    assert "-88.3 [" in (tmp_path / "RESULTS.md").read_text()  # --check writes nothing
+    report.write_pages(root=tmp_path)
+    assert all((tmp_path / name).read_text() == (ROOT / name).read_text() for name in GENERATED)
+    (tmp_path / "README.md").write_text("# no markers\n")
+    with pytest.raises(ValueError, match="needs one line"):
+        report.write_pages(check=True, root=tmp_path)
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -49,10 +84,11 @@ def test_the_readme_summary_rows_are_rows_of_the_full_table() -> None:
 def test_readme_paper_row_agrees_with_the_campaign_report() -> None:
     """The README's row against the paper's Table 1 and the paper_table1 report's reference table are computed by one
     function; their ratios (the paper's recipe, algo trust_pcl) must be the same numbers, task by task."""
-    cells, sources = readme_results.paper_row()
-    report = (ROOT / "benchmarks" / "results" / "paper_table1" / "results.md").read_text()
+    with contextlib.chdir(ROOT):
+        cells, sources = report.paper_row(report.repo_campaign("paper_table1.yml"))
+    committed = (ROOT / "benchmarks" / "results" / "paper_table1" / "results.md").read_text()
     ratios = {}
-    for line in report.splitlines():
+    for line in committed.splitlines():
         fields = [field.strip() for field in line.split("|")[1:-1]]
         if len(fields) == 10 and fields[3] == "trust_pcl":
             ratios[fields[0]] = fields[7]
@@ -63,12 +99,13 @@ def test_readme_paper_row_agrees_with_the_campaign_report() -> None:
 
 @pytest.mark.repo
 def test_readme_cpu_hour_row_agrees_with_the_campaign_report() -> None:
-    """The README's CPU-hour row and the cpu_hour report's *Who leads* table come from one function (campaign.leads):
+    """The README's CPU-hour row and the cpu_hour report's *Who leads* table come from one function (report.leads):
     per task, each algorithm's mean at 60 CPU-min is the same number (to the README's 3 significant digits)."""
-    cells, sources = readme_results.cpu_hour_row()
-    report = (ROOT / "benchmarks" / "results" / "cpu_hour" / "results.md").read_text()
+    with contextlib.chdir(ROOT):
+        cells, sources = report.cpu_hour_row(report.repo_campaign("cpu_hour.yml"))
+    committed = (ROOT / "benchmarks" / "results" / "cpu_hour" / "results.md").read_text()
     means = {}
-    for line in report.splitlines():
+    for line in committed.splitlines():
         fields = [field.strip() for field in line.split("|")[1:-1]]
         if len(fields) >= 4 and fields[1] == "60 CPU-min" and " > " in fields[2]:
             for entry in fields[2].split(" > "):
@@ -114,40 +151,24 @@ def _cpu_hour_campaign(
 
 def test_cpu_hour_row_names_the_leader_and_what_the_seeds_can_tell(tmp_path: Path) -> None:
     returns = {("a2c", 30): [10, 20, 30], ("a2c", 60): [200, 210, 220], ("ppo", 30): [40, 50, 60], ("ppo", 60): [100, 110]}
-    cells, sources = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=5))
+    cells, sources = report.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=5))
     assert cells[1] == "CartPole-v1, 60 CPU-s per run: return at 1 CPU-min"
     assert cells[2] == "a2c, PPO 0-2"
-    assert cells[3] == "210 [200, 220]" and cells[4] == "PPO 105 [100, 110] (2/3 seeds)"
-    # fully separated at both marks, yet 3 against 3 (or 2) seeds cannot give p < 0.1: no leader is told apart
+    # 3 seeds and 2: no interval, the mean with the seed count and the range
+    assert cells[3] == "210 (3 seeds: 200 to 220)" and cells[4] == "PPO 105 (2 seeds: 100 to 110) (2/3 seeds there)"
+    # fully separated at both marks, yet 3 against 2 seeds cannot give p < 0.2: the separation counts instead
     assert cells[5] == (
-        "5 of 6 runs done; leader at 0.5 / 1 CPU-min: CartPole-v1 PPO, a2c; "
-        "no leader distinguishable (p >= 0.10 with these seed counts)"
+        "5 of 6 runs done; leader at 0.5 / 1 CPU-min: CartPole-v1 PPO, a2c; at 1 CPU-min the leader's seeds above all "
+        "of the runner-up's: CartPole-v1 3/3 (p >= 0.20 with these seed counts: no test)"
     )
     assert "per seed there 100, 110" in sources[-1]
     # 4 against 4 seeds, fully separated at 60 CPU-s: p = 2 / C(8, 4); at 30 CPU-s they overlap
     returns = {("a2c", 30): [1, 5, 3, 7], ("a2c", 60): [9, 10, 11, 12], ("ppo", 30): [2, 6, 4, 8], ("ppo", 60): [1, 2, 3, 4]}
-    cells, _ = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8))
+    cells, _ = report.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8))
     assert cells[5] == "leader at 0.5 / 1 CPU-min: CartPole-v1 PPO, a2c; a2c ahead on CartPole-v1 at 1 CPU-min (p = 0.029)"
     # the same runs on two CPU models: the row says so (a CPU second buys another number of steps on each)
-    cells, _ = readme_results.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8, cpus={"a2c": "A", "ppo": "B"}))
+    cells, _ = report.cpu_hour_row(_cpu_hour_campaign(tmp_path, returns, done=8, cpus={"a2c": "A", "ppo": "B"}))
     assert cells[5].endswith("(p = 0.029); the runs trained on 2 CPU models (per run: results.md, CPUs)")
-
-
-def test_check_fails_on_a_changed_number(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    readme = tmp_path / "README.md"
-    text = RESULTS_PAGE.read_text()
-    table = text[text.index(readme_results.BEGIN) : text.index(readme_results.END)]
-    changed = re.sub(r"\b6432\b|\b\d{4}\b", "1234", table, count=1)
-    assert changed != table
-    readme.write_text(text.replace(table, changed))
-    assert readme_results.main(["--check", "--readme", str(readme)]) == 1
-    assert "1234" in capsys.readouterr().out
-    # without --check the table is rewritten from the data, and the file then passes
-    assert readme_results.main(["--readme", str(readme)]) == 0
-    assert readme.read_text() == text
-    readme.write_text("# no markers\n")
-    with pytest.raises(ValueError, match="markers"):
-        readme_results.main(["--check", "--readme", str(readme)])
 
 
 def test_permutation_p_value_against_hand_counts() -> None:
@@ -157,6 +178,10 @@ def test_permutation_p_value_against_hand_counts() -> None:
     assert permutation_p_value([1.0, 2.0], [1.0, 2.0]) == 1.0
     # 5 vs 5 fully separated: 2 of 252
     assert permutation_p_value(np.arange(5) + 10.0, np.arange(5)) == pytest.approx(2 / 252)
+    # unequal sizes: scipy's two-sided p-value, twice the smaller one-sided one. [0, 1, 2] against [3, 10]: of the 10
+    # splits only the observed one has a difference of the means (-5.5) as low, and none one as high as 5.5: one-sided
+    # 1/10, two-sided 2/10 (the share of splits with an absolute difference at least 5.5 would be 1/10)
+    assert permutation_p_value([0.0, 1.0, 2.0], [3.0, 10.0]) == pytest.approx(2 / 10)
     with pytest.raises(ValueError, match="finite"):
         permutation_p_value([1.0, float("nan")], [2.0])
 
@@ -261,6 +286,22 @@ def test_pooled_test_of_the_cpu_hour_campaign() -> None:
     and 30 CPU-min, from the committed data."""
     loaded = campaign.load_campaign(ROOT / "benchmarks" / "campaigns" / "cpu_hour.yml")
     frame = store.read_evaluations(loaded.out).dropna(subset=["timesteps"])
-    tests = {(mark, first, second): p for mark, first, second, tasks, p, *_ in campaign.pooled_tests(loaded, frame)}
+    tests = {(mark, first, second): p for mark, first, second, tasks, p, *_ in report.pooled_tests(loaded, frame)}
     assert tests[900.0, "trust_pcl", "sac"] < 0.001 and tests[1800.0, "trust_pcl", "sac"] < 0.01
     assert tests[3600.0, "trust_pcl", "sac"] > 0.05
+
+
+def test_table_cells_fit_the_seed_counts() -> None:
+    """An interval from 6 seeds on, else the seed count and range; 3 against 3: the separation counts, no test."""
+    three, other = pd.Series([4.0, 5.0, 6.0]), pd.Series([1.0, 2.0, 4.5])
+    assert report.values_cell(three, report.FINAL) == "5 (3 seeds: 4 to 6)"
+    assert report.values_cell(pd.Series(np.arange(6.0)), report.FINAL).startswith("2.5 [")
+    assert report.difference(three, other, report.FINAL, ("A", "B")) == (
+        "A's seeds above all of B's: 2/3, the reverse 0/3 (3 against 3 seeds: p >= 0.10, no test)"
+    )
+    # lower is better (steps to a threshold): the counts are of seeds below all of the other's
+    steps = report.Quantity("steps", report.final_return, higher_is_better=False)
+    assert report.difference(other, three, steps, ("B", "A")).startswith("B's seeds above all of A's: 2/3")
+    assert report.difference(pd.Series(np.arange(5.0) + 10), pd.Series(np.arange(5.0)), report.FINAL, ("A", "B")) == (
+        "A ahead (p = 0.0079)"
+    )

@@ -239,14 +239,14 @@ def test_a_resumed_run_s_zoo_log_holds_every_evaluation(tmp_path: Path) -> None:
         changes = {"n_eval_episodes": 2, "out_dir": str(tmp_path / "out"), "checkpoint_dir": str(tmp_path / str(kept))}
         task = harness.RunTask(**{**_task(tmp_path, "a2c", "CartPole-v1", 400).__dict__, **changes})
         with pytest.raises(Crash):
-            harness.run_experiment(task, tmp_path / "rows.csv", callbacks=[CrashAt(300)])
+            harness.run_experiment(task, tmp_path / "rows.csv", [CrashAt(300)], tmp_path / "zoo")
         state_path = checkpoint.latest_checkpoint(task.checkpoint_dir) / checkpoint.STATE_FILENAME  # type: ignore[arg-type, operator]
         state = json.loads(state_path.read_text())
         assert len(state["episodes"]) == len(state["records"]) > 1
         if not kept:
             state_path.write_text(json.dumps({**state, "episodes": None}))
-        frame, _ = harness.run_experiment(task, tmp_path / "rows.csv")
-        zoo = harness.zoo_evaluations_path(Path(task.out_dir) / harness.ZOO_DIRNAME, task.algo, task.env, task.seed)
+        frame, _ = harness.run_experiment(task, tmp_path / "rows.csv", zoo_folder=tmp_path / "zoo")
+        zoo = harness.zoo_evaluations_path(tmp_path / "zoo", task.algo, task.env, task.seed)
         with np.load(zoo) as log:
             assert log["timesteps"].tolist() == frame["timesteps"].tolist() and log["results"].shape == (len(frame), 2)
             assert np.allclose(log["results"].mean(axis=1), frame["mean_return"])
