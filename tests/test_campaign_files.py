@@ -120,6 +120,9 @@ def test_a_damaged_checkpoint_fails_its_run_alone_naming_the_file(tmp_path: Path
     frame = store.read_evaluations(tmp_path / "out")
     assert frame[store.is_run(frame, fresh)]["timesteps"].tolist() == [0, 200, 400, 600, 800]
     assert store.is_run(frame, truncated).any()
+    # and the report of the campaign is written, its status section naming the damaged checkpoint
+    assert campaign.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    assert "DAMAGED CHECKPOINT" in (tmp_path / "out" / harness.SUMMARY_FILENAME).read_text()
     # deleting the damaged checkpoint folder, as the message says, starts the run again from step 0
     shutil.rmtree(truncated.checkpoint_dir)  # type: ignore[arg-type]
     assert campaign.run_states(loaded).set_index("name").loc[truncated.name, "problem"] == ""
