@@ -47,6 +47,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "recurrent_trust_pcl": AlgorithmSpec("sb3_pcl", "RecurrentTrustPCL", "recurrent_trust_pcl", False),
     "reinforce": AlgorithmSpec("sb3_pcl", "Reinforce", "reinforce", False),
     "urex": AlgorithmSpec("sb3_pcl", "UREX", "urex", False),
+    "recurrent_reinforce": AlgorithmSpec("sb3_pcl", "RecurrentReinforce", "recurrent_reinforce", False),
+    "recurrent_urex": AlgorithmSpec("sb3_pcl", "RecurrentUREX", "recurrent_urex", False),
 }
 
 

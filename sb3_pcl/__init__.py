@@ -7,6 +7,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from sb3_pcl.envs import register_algorithmic_envs
 from sb3_pcl.pcl import PCL
 from sb3_pcl.recurrent_pcl import RecurrentPCL, RecurrentTrustPCL
+from sb3_pcl.recurrent_reinforce import RecurrentReinforce, RecurrentUREX
 from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.urex import UREX
@@ -24,6 +25,19 @@ ALGOS: dict[str, type[BaseAlgorithm]] = {
     "recurrent_trust_pcl": RecurrentTrustPCL,
     "reinforce": Reinforce,
     "urex": UREX,
+    "recurrent_reinforce": RecurrentReinforce,
+    "recurrent_urex": RecurrentUREX,
 }
 
-__all__ = ["ALGOS", "PCL", "UREX", "RecurrentPCL", "RecurrentTrustPCL", "Reinforce", "TrustPCL", "__version__"]
+__all__ = [
+    "ALGOS",
+    "PCL",
+    "UREX",
+    "RecurrentPCL",
+    "RecurrentReinforce",
+    "RecurrentTrustPCL",
+    "RecurrentUREX",
+    "Reinforce",
+    "TrustPCL",
+    "__version__",
+]

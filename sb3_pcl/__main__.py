@@ -22,8 +22,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize, sync_envs_normalization
 
 import sb3_pcl
-from sb3_pcl.common.hyperparams import load_hyperparams
 from sb3_pcl.envs import ALGORITHMIC_ENV_IDS, AlgorithmicVecEnv
+from sb3_pcl.hyperparams_files import load_hyperparams
 
 
 class ProgressLine(BaseCallback):

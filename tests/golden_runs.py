@@ -25,9 +25,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import KVWriter, Logger
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
-from sb3_pcl.common.hyperparams import load_hyperparams
+from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, RecurrentUREX, Reinforce, TrustPCL
 from sb3_pcl.envs import ExpertPathsCallback, SharedCurriculum
+from sb3_pcl.hyperparams_files import load_hyperparams
 
 
 class _LossRecorder(KVWriter):
@@ -100,7 +100,7 @@ def _pcl_unified() -> dict[str, str]:
 
 
 def _pcl_lstm() -> dict[str, str]:
-    return _off_policy(RecurrentPCL, "MlpLstmPolicy", "CartPole-v1", steps=300)
+    return _off_policy(RecurrentPCL, "MlpPrevActionLstmPolicy", "CartPole-v1", steps=300)
 
 
 def _pcl_unified_lstm() -> dict[str, str]:
@@ -144,7 +144,7 @@ def _trust_pcl() -> dict[str, str]:
 
 
 def _trust_pcl_lstm() -> dict[str, str]:
-    return _off_policy(RecurrentTrustPCL, "MlpLstmPolicy", "CartPole-v1", steps=300, relative_entropy_coef=0.1)
+    return _off_policy(RecurrentTrustPCL, "MlpPrevActionLstmPolicy", "CartPole-v1", steps=300, relative_entropy_coef=0.1)
 
 
 def _trust_pcl_2018() -> dict[str, str]:
@@ -177,7 +177,7 @@ def _reinforce_box() -> dict[str, str]:
 
 
 def _urex_lstm() -> dict[str, str]:
-    return _episodes(UREX, "MlpLstmPolicy", "sb3_pcl/Copy-v0")
+    return _episodes(RecurrentUREX, "MlpPrevActionLstmPolicy", "sb3_pcl/Copy-v0")
 
 
 def _save_load(cls: type, policy: str, env_id: str, **kwargs: Any) -> Callable[[], dict[str, str]]:

@@ -17,7 +17,7 @@ import numpy as np
 import torch as th
 
 import sb3_pcl
-from sb3_pcl.common.hyperparams import hyperparams_dir
+from sb3_pcl.hyperparams_files import hyperparams_dir
 
 
 def check_install(outside: Path | None) -> None:
@@ -42,10 +42,12 @@ def train_save_load() -> None:
     settings = {
         "pcl": {"policy": "MlpPolicy", "learning_starts": 50, "batch_size": 4, "policy_kwargs": small},
         "trust_pcl": {"policy": "MlpPolicy", "learning_starts": 50, "batch_size": 4, "policy_kwargs": small},
-        "recurrent_pcl": {"policy": "MlpLstmPolicy", "learning_starts": 50, "batch_size": 4},
-        "recurrent_trust_pcl": {"policy": "MlpLstmPolicy", "learning_starts": 50, "batch_size": 4},
+        "recurrent_pcl": {"policy": "MlpPrevActionLstmPolicy", "learning_starts": 50, "batch_size": 4},
+        "recurrent_trust_pcl": {"policy": "MlpPrevActionLstmPolicy", "learning_starts": 50, "batch_size": 4},
         "reinforce": {"policy": "MlpPolicy", "num_samples": 2, "policy_kwargs": small},
         "urex": {"policy": "MlpPolicy", "num_samples": 2, "policy_kwargs": small},
+        "recurrent_reinforce": {"policy": "MlpPrevActionLstmPolicy", "num_samples": 2},
+        "recurrent_urex": {"policy": "MlpPrevActionLstmPolicy", "num_samples": 2},
     }
     from stable_baselines3.common.env_util import make_vec_env
 

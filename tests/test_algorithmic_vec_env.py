@@ -14,7 +14,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl.common.episodes import set_reset_seeds
+from sb3_pcl import RecurrentUREX
 from sb3_pcl.envs import (
     ALGORITHMIC_ENV_IDS,
     AlgorithmicVecEnv,
@@ -22,7 +22,7 @@ from sb3_pcl.envs import (
     SharedCurriculum,
     make_algorithmic_vec_env,
 )
-from sb3_pcl.urex import UREX
+from sb3_pcl.reinforce.episodes import set_reset_seeds
 
 
 def pair(env_id: str, n_envs: int, **env_kwargs: Any) -> tuple[VecEnv, VecEnv]:
@@ -143,7 +143,9 @@ def test_urex_trains_identically_on_both_vec_envs():
     def train(vec_env_cls: type[VecEnv]) -> list[th.Tensor]:
         venv = make_vec_env("sb3_pcl/Copy-v0", n_envs=20, seed=0, vec_env_cls=vec_env_cls)  # type: ignore[arg-type]
         env = SharedCurriculum(venv, first_episode_only=True)
-        model = UREX("MlpLstmPolicy", env, num_samples=10, learning_rate=0.01, seed=0, policy_kwargs={"lstm_hidden_size": 8})
+        model = RecurrentUREX(
+            "MlpPrevActionLstmPolicy", env, num_samples=10, learning_rate=0.01, seed=0, policy_kwargs={"lstm_hidden_size": 8}
+        )
         model.learn(2000)
         rewards = [info["r"] for info in model.ep_info_buffer]
         assert len(rewards) > 20

@@ -22,7 +22,7 @@ from pcl_testing import FAST
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 
-from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
+from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentReinforce, RecurrentTrustPCL, RecurrentUREX, Reinforce, TrustPCL
 
 #: the shared fast settings, smaller still (a few hundred steps train)
 OFF_POLICY = {**FAST, "learning_starts": 20, "batch_size": 2, "train_freq": 8, "buffer_size": 500, "max_segment_length": 8}
@@ -31,10 +31,12 @@ EPISODES = {"num_samples": 2, "max_steps": 16}
 ALGOS: dict[type, tuple[str, dict[str, Any], int]] = {
     PCL: ("MlpPolicy", OFF_POLICY, 1),
     TrustPCL: ("MlpPolicy", OFF_POLICY, 1),
-    RecurrentPCL: ("MlpLstmPolicy", {**OFF_POLICY, "policy_kwargs": {"lstm_hidden_size": 8}}, 1),
-    RecurrentTrustPCL: ("MlpLstmPolicy", {**OFF_POLICY, "policy_kwargs": {"lstm_hidden_size": 8}}, 1),
+    RecurrentPCL: ("MlpPrevActionLstmPolicy", {**OFF_POLICY, "policy_kwargs": {"lstm_hidden_size": 8}}, 1),
+    RecurrentTrustPCL: ("MlpPrevActionLstmPolicy", {**OFF_POLICY, "policy_kwargs": {"lstm_hidden_size": 8}}, 1),
     Reinforce: ("MlpPolicy", EPISODES, 2),
     UREX: ("MlpPolicy", EPISODES, 2),
+    RecurrentReinforce: ("MlpPrevActionLstmPolicy", {**EPISODES, "policy_kwargs": {"lstm_hidden_size": 8}}, 2),
+    RecurrentUREX: ("MlpPrevActionLstmPolicy", {**EPISODES, "policy_kwargs": {"lstm_hidden_size": 8}}, 2),
 }
 IDS = [algo.__name__ for algo in ALGOS]
 
@@ -192,7 +194,7 @@ DICT = spaces.Dict({"a": spaces.Box(-1, 1, (2,)), "b": spaces.Discrete(3)})
 TUPLE = spaces.Tuple((spaces.Box(-1, 1, (2,)), spaces.Discrete(3)))
 
 
-RECURRENT = (RecurrentPCL, RecurrentTrustPCL)
+RECURRENT = (RecurrentPCL, RecurrentTrustPCL, RecurrentReinforce, RecurrentUREX)
 
 
 @pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
@@ -214,13 +216,6 @@ def test_recurrent_classes_refuse_dict_observations_naming_the_space(algo: type)
         algo(default_policy, env, **settings)
     with pytest.raises(ValueError, match=rf"{algo.__name__} has no MultiInputPolicy \(it does not support Dict"):
         algo("MultiInputPolicy", env, **settings)
-
-
-@pytest.mark.parametrize("algo", [Reinforce, UREX], ids=["Reinforce", "UREX"])
-def test_recurrent_policies_of_reinforce_refuse_dict_observations(algo: type) -> None:
-    env = make_vec_env(lambda: SpaceEnv(DICT), n_envs=2)
-    with pytest.raises(ValueError, match=r"recurrent policy MlpPrevActionLstmPolicy does not support Dict .*\(got Dict\("):
-        algo("MlpLstmPolicy", env, **EPISODES)
 
 
 FEED_FORWARD = [algo for algo in ALGOS if algo not in RECURRENT]
@@ -505,7 +500,7 @@ def test_reinforce_and_urex_learn_on_envs_whose_reset_ignores_the_seed(algo: typ
 
 
 def test_reset_infos_holding_nan_compare_equal() -> None:
-    from sb3_pcl.common.episodes import GroupSyncError, check_group_sync
+    from sb3_pcl.reinforce.episodes import GroupSyncError, check_group_sync
 
     same = [{"x": float("nan"), "y": np.array([np.nan])} for _ in range(2)]  # equal objects, NaN != NaN elementwise
     check_group_sync(np.zeros((2, 1)), 2, same)  # no GroupSyncError: NaN in the same place counts as equal

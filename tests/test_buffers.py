@@ -2,7 +2,9 @@
 
 import io
 import json
+import pathlib
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from stable_baselines3.common.vec_env import VecEnvWrapper
 from sb3_pcl import PCL
 from sb3_pcl.common import buffers as buffers_module
 from sb3_pcl.common.demonstrations import save_episodes
-from sb3_pcl.common.path_buffer import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathIndex, PathReplayBuffer
+from sb3_pcl.common.path_buffer import EVICTION_STRATEGIES, PRIORITY_MODES, Path, PathBatch, PathReplayBuffer
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 
 OBS_SPACE = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
@@ -259,20 +261,14 @@ def test_distinct_paths_draws_without_replacement():
     for v in range(4):
         step(old, [float(v)], dones=[True])
     assert old.sample(4).path_ids.tolist() == [max(old.paths)]
-    restored = pickle.loads(pickle.dumps(buffer))
-    del restored.__dict__["distinct_paths"]
-    restored.__setstate__(restored.__dict__.copy())
-    assert restored.distinct_paths is False
 
 
-def test_buffers_pickled_under_the_former_module_load_and_sample_the_same():
-    """Buffers pickled before the package named ``sb3_pcl.common.buffers.PathReplayBuffer`` (and its Path, PathIndex)."""
+def test_the_former_module_names_the_same_classes():
+    """``sb3_pcl.common.buffers``, the former home of the replay, exports the same classes (a pickle naming it loads)."""
     buffer = make_buffer(6, eviction="rank", alpha=0.5)
     for v in range(9):
         step(buffer, [float(v)], dones=[v % 3 == 2])
-    text = pickle.dumps(buffer, protocol=0)
-    for module in ("buffer", "paths", "index"):
-        text = text.replace(f"sb3_pcl.common.path_buffer.{module}\n".encode(), b"sb3_pcl.common.buffers\n")
+    text = pickle.dumps(buffer, protocol=0).replace(b"sb3_pcl.common.path_buffer.buffer\n", b"sb3_pcl.common.buffers\n")
     assert b"path_buffer" not in text and b"sb3_pcl.common.buffers\nPathReplayBuffer" in text
     restored = pickle.loads(text)
     assert type(restored) is PathReplayBuffer and buffers_module.PathReplayBuffer is PathReplayBuffer
@@ -280,7 +276,7 @@ def test_buffers_pickled_under_the_former_module_load_and_sample_the_same():
     expected = buffer.sample(4).path_ids
     np.random.seed(0)
     np.testing.assert_array_equal(restored.sample(4).path_ids, expected)
-    assert (restored.size(), restored.pos, restored.full) == (buffer.size(), buffer.pos, buffer.full)
+    assert (restored.size(), restored.n_paths) == (buffer.size(), buffer.n_paths)
 
 
 def test_reset_empties_the_buffer_and_keeps_every_setting():
@@ -433,24 +429,28 @@ def ref_recent_segments(buffer: PathReplayBuffer, n_steps: int) -> list[tuple[Pa
 class ReferenceEvictionBuffer(PathReplayBuffer):
     """The original eviction, choosing among the ``Path`` objects (a scan of every path at each eviction)."""
 
-    def _make_room(self, writer: Path) -> None:
-        candidates = [p for p in self.paths.values() if p.done and not p.is_seed]
-        if candidates:
-            if self.eviction == "fifo":
-                victim = min(candidates, key=lambda p: p.path_id)
-            elif self.eviction == "rand":
-                victim = candidates[np.random.randint(len(candidates))]
-            else:
-                victim = min(candidates, key=lambda p: (ref_priority_of(self, p), p.path_id))
-            self._remove_path(victim)
-            return
-        self._drop_running_head(writer)
-
-    def _drop_running_head(self, writer: Path) -> None:
-        running = [p for p in self.paths.values() if not p.done and not p.is_seed and len(p) > 0]
-        if not running:
-            raise ValueError("buffer_size is too small")
-        self._drop_head(max(running, key=lambda p: (len(p), p is writer)))
+    def _take_slot(self, writer: Path) -> int:
+        if not self.free_slots and self.next_fresh_slot < self.buffer_size:
+            return super()._take_slot(writer)
+        while not self.free_slots:
+            candidates = [p for p in self.paths.values() if p.done and not p.is_seed]
+            if candidates:
+                if self.eviction == "fifo":
+                    victim = min(candidates, key=lambda p: p.path_id)
+                elif self.eviction == "rand":
+                    victim = candidates[np.random.randint(len(candidates))]
+                else:
+                    victim = min(candidates, key=lambda p: (ref_priority_of(self, p), p.path_id))
+                self._remove_path(victim)
+                continue
+            running = [p for p in self.paths.values() if not p.done and not p.is_seed and len(p) > 0]
+            if not running:
+                raise ValueError("buffer_size is too small")
+            victim = max(running, key=lambda p: (len(p), p is writer))
+            length = len(victim)
+            self._drop_running_head(writer)  # drops the head of the path chosen here
+            assert len(victim) == length - 1 and victim.dropped_head
+        return self.free_slots.pop()
 
 
 def assert_same_batch(got: PathBatch | None, expected: PathBatch | None) -> None:
@@ -483,21 +483,42 @@ def assert_same_paths(buffer: PathReplayBuffer, reference: PathReplayBuffer) -> 
             other.dropped_head,
         )
         assert (path.final_obs is None) == (other.final_obs is None)
-    assert buffer.free_slots == reference.free_slots and buffer.n_stored == reference.n_stored
+    assert buffer.free_slots == reference.free_slots and buffer.size() == reference.size()
+    assert buffer.size() == sum(len(p) for p in buffer.paths.values())
+
+
+def assert_table_matches_paths(buffer: PathReplayBuffer) -> None:
+    """The buffer's table of the paths holds each stored path's numbers, and its Fenwick tree counts the evictable rows."""
+    table = buffer._table[: buffer._n_rows]
+    live = table[table["live"]]
+    assert live["path_id"].tolist() == list(buffer.paths) == sorted(buffer.paths)
+    for row, path in zip(live, buffer.paths.values(), strict=True):
+        assert (row["env_idx"], row["length"], row["last_step"], row["total_return"], row["is_seed"]) == (
+            path.env_idx,
+            len(path),
+            path.last_step,
+            path.total_return,
+            path.is_seed,
+        )
+        assert row["evictable"] == (path.done and not path.is_seed)
+        assert row["sampleable"] == (len(path) > 0 and ref_final_obs(buffer, path) is not None)
+    assert not buffer._table[~buffer._table["live"]]["evictable"].any()
+    evictable = buffer._table["evictable"].astype(np.int64)
+    for node in range(1, len(buffer._tree)):
+        assert buffer._tree[node] == evictable[node - (node & -node) : node].sum(), node
+    assert buffer._n_evictable == evictable.sum()
 
 
 def assert_queries_match_reference(buffer: PathReplayBuffer, rng: np.random.Generator, check_seed: int) -> None:
     """Every vectorised query of ``buffer`` against the original per-path loops, on the same buffer."""
-    ids = buffer._index.ids[buffer._sampleable_rows()]  # the paths sample() draws from
+    assert_table_matches_paths(buffer)
+    table = buffer._table[: buffer._n_rows]
+    ids = table["path_id"][table["sampleable"]]  # the paths sample() draws from
     np.testing.assert_array_equal(ids, ref_sampleable_ids(buffer))
     assert ids.dtype == np.int64
     np.testing.assert_array_equal(buffer.priorities(), ref_priorities(buffer))
     assert buffer.n_seeded_paths == sum(1 for p in buffer.paths.values() if p.is_seed)
     assert buffer.n_seeded_transitions == sum(len(p) for p in buffer.paths.values() if p.is_seed)
-    evictable = buffer._index.ids[buffer._evictable_rows()].tolist()
-    assert evictable == [p.path_id for p in buffer.paths.values() if p.done and not p.is_seed]
-    index = buffer._index  # the Fenwick tree finds the k-th evictable path as the scan does
-    assert [int(index.ids[index.evictable_row(k)]) for k in range(index.n_evictable)] == evictable
     if len(ids) == 0:
         return
     subset = rng.choice(ids, size=2 * len(ids))  # any order, with repeats
@@ -589,24 +610,24 @@ def test_vectorised_queries_and_eviction_match_the_per_path_loops(scenario, evic
         np.random.set_state(states_after[0])
         dropped_heads = dropped_heads or any(p.dropped_head for p in buffer.paths.values())
     assert len(buffer.paths) < buffer.next_path_id // 3  # most paths were evicted
-    assert buffer._index.n_rows < buffer.next_path_id  # the index dropped the rows of evicted paths
+    if buffer.next_path_id > 64:  # more paths than the table's first rows
+        assert buffer._n_rows < buffer.next_path_id  # the table dropped the rows of evicted paths
     assert buffer.n_seeded_paths > 0
     if scenario == "long_paths":
         assert dropped_heads
 
-    # The index survives pickling (save_replay_buffer / load_replay_buffer) ...
+    # The table survives pickling (load_replay_buffer(..., allow_pickle=True)) and the replay file
     restored = pickle.loads(pickle.dumps(buffer))
     assert_same_paths(restored, buffer)
     assert_queries_match_reference(restored, rng, check_seed=1)
-    # ... and a buffer pickled before the index existed gets it rebuilt
-    old = pickle.loads(pickle.dumps(buffer))
-    del old.__dict__["_index"]
-    del old.__dict__["obs_layout"]  # nor the layout of the stored observations
-    rebuilt = pickle.loads(pickle.dumps(old))
-    assert_queries_match_reference(rebuilt, rng, check_seed=2)
-    np.testing.assert_array_equal(rebuilt.sampling_distribution(), buffer.sampling_distribution())
+    file = io.BytesIO()
+    buffer.save_npz(file)
+    file.seek(0)
+    loaded = buffer_class.load_npz(file, OBS_SPACE, ACT_SPACE, device="cpu")
+    assert_same_paths(loaded, buffer)
+    assert_queries_match_reference(loaded, rng, check_seed=2)
     # both keep working as the original one
-    for other in (restored, rebuilt):
+    for other in (restored, loaded):
         np.random.seed(3)
         for _ in range(20):
             step(other, rng.normal(size=n_envs), dones=rng.random(n_envs) < 0.5)
@@ -725,14 +746,14 @@ def test_a_path_longer_than_the_buffer_drops_its_head_in_amortised_constant_time
     buffer = make_buffer(size)
     step(buffer, [0.0])
     (path,) = buffer.paths.values()
-    path._slots = CountingList(path._slots)  # the path's storage, watched
+    path.slot_list = CountingList(path.slot_list)  # the path's storage, watched
     for v in range(1, n_adds):
         step(buffer, [float(v)])  # the episode never ends
-    assert path._slots.appends == n_adds - 1  # the watched list is the path's storage
+    assert path.slot_list.appends == n_adds - 1  # the watched list is the path's storage
     assert path_values(buffer, path.path_id) == list(range(n_adds - size, n_adds))
     # dropping the head never shifts the whole path at each add (pop(0) shifted size - 1 elements every time)
-    assert path._slots.shifted <= 2 * n_adds
-    assert len(path._slots) <= 2 * size + Path.MIN_HEAD_TO_COMPACT  # the dropped head does not pile up
+    assert path.slot_list.shifted <= 2 * n_adds
+    assert len(path.slot_list) <= 2 * size + 64  # the dropped head does not pile up
 
 
 @pytest.mark.parametrize("eviction", EVICTION_STRATEGIES)
@@ -745,43 +766,44 @@ def test_evictions_do_not_scan_every_path(monkeypatch, eviction):
         for v in range(64):
             step(other, [float(v % 5)], dones=[True])
 
-    def scan() -> np.ndarray:
-        raise AssertionError("an eviction scanned every path")
+    class NoScans(dict):
+        def __iter__(self):
+            raise AssertionError("an eviction scanned every path")
 
-    monkeypatch.setattr(buffer, "_evictable_rows", scan)
+        values = items = keys = __iter__
+
+    def scan(*args, **kwargs):
+        raise AssertionError("an eviction scanned the table")
+
+    buffer.paths = NoScans(buffer.paths)
+    for name in ("flatnonzero", "nonzero", "count_nonzero", "argmin", "argmax", "where"):
+        monkeypatch.setattr(np, name, scan)  # what a scan of the table would call (its reindexing calls none)
     for v in range(300):
         state = np.random.get_state()
         for other in (buffer, reference):
             np.random.set_state(state)
             step(other, [float(v % 7)], dones=[True])
+    monkeypatch.undo()
+    buffer.paths = dict(dict.items(buffer.paths))
     assert buffer.size() == buffer.n_paths == 64
     assert_same_paths(buffer, reference)  # the same paths as the scan chose
 
 
-def test_path_index_finds_the_kth_evictable_path_through_growth_and_compaction():
+def test_the_table_of_the_paths_follows_them_through_growth_and_reindexing():
+    """Many short paths of 8 envs, most evicted: the table grows, drops its dead rows, and its tree counts the evictable."""
     rng = np.random.default_rng(0)
-    index = PathIndex(capacity=1)
-    stored: list[int] = []
-    for path_id in range(3000):
-        index.append(path_id, 0, is_seed=bool(rng.random() < 0.1))
-        stored.append(path_id)
-        for _ in range(2):
-            if stored and rng.random() < 0.5:
-                finished = stored[int(rng.integers(len(stored)))]
-                row = index.row_of[finished]
-                was_evictable = bool(index.evictable[row])
-                became_evictable = index.update(finished, 1, path_id, 0.0, True, True)
-                assert became_evictable == (not was_evictable and not index.is_seed[row])  # only once, never a seed
-            if stored and rng.random() < 0.4:
-                index.remove(stored.pop(int(rng.integers(len(stored)))))
-        if path_id % 50 == 0:
-            n_rows = index.n_rows
-            expected = np.flatnonzero(index.live[:n_rows] & index.done[:n_rows] & ~index.is_seed[:n_rows]).tolist()
-            assert index.n_evictable == len(expected)
-            assert [index.evictable_row(k) for k in range(index.n_evictable)] == expected
-    assert index.n_rows < 3000  # compacted on the way
-    with pytest.raises(IndexError):
-        index.evictable_row(index.n_evictable)
+    buffer = make_buffer(150, n_envs=8, eviction="rand")
+    np.random.seed(0)
+    capacities = set()
+    for t in range(600):
+        if t % 50 == 0:
+            buffer.add_path(rng.normal(size=(3, 2)), rng.normal(size=(2, 1)), rng.normal(size=2), seed=t < 200)
+        random_step(buffer, rng, p_end=0.3)
+        capacities.add(len(buffer._table))
+        if t % 25 == 0:
+            assert_table_matches_paths(buffer)
+    assert_table_matches_paths(buffer)
+    assert len(capacities) > 1 and buffer.next_path_id > 4 * len(buffer._table)  # grown, and reindexed on the way
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -797,29 +819,21 @@ def step_both(ours: PathReplayBuffer, theirs: ReplayBuffer, value: float, done=F
 
 
 def test_sb3_attributes_read_as_from_sb3_replay_buffer():
-    """Code written for SB3's ReplayBuffer (``observations[:pos]``, ``dones``, ``timeouts``, ``full``) reads the same."""
+    """Until the storage first fills, slot ``i`` holds the ``i``-th transition, as row ``i`` of SB3's ReplayBuffer."""
     ours = make_buffer(6)
     theirs = ReplayBuffer(6, OBS_SPACE, ACT_SPACE, device="cpu", n_envs=1)
-    assert ours.pos == theirs.pos == 0 and ours.full is theirs.full is False
-    assert ours.dones is None and ours.timeouts is None  # allocated on the first add, as observations
+    assert ours.observations is None and ours.size() == theirs.size() == 0  # allocated on the first add
     ends = {1: (True, False), 3: (True, True)}  # step: (done, truncated): an episode end, then a time limit
-    for t in range(5):
+    for t in range(6):
         step_both(ours, theirs, float(t + 1), *ends.get(t, (False, False)))
-        upper = ours.buffer_size if ours.full else ours.pos
-        assert ours.pos == theirs.pos == ours.size() == t + 1 and ours.full is theirs.full is False
-        np.testing.assert_array_equal(ours.observations[:upper], theirs.observations[:upper, 0])
-        np.testing.assert_array_equal(ours.actions[:upper], theirs.actions[:upper, 0])
-        np.testing.assert_array_equal(ours.rewards[:upper], theirs.rewards[:upper, 0])
-        np.testing.assert_array_equal(ours.dones[:upper], theirs.dones[:upper, 0])
-        np.testing.assert_array_equal(ours.timeouts[:upper], theirs.timeouts[:upper, 0])
-        assert ours.dones.dtype == theirs.dones.dtype == np.float32
-    step_both(ours, theirs, 6.0)
-    assert ours.full is theirs.full is True and ours.size() == theirs.size() == 6
-    np.testing.assert_array_equal(ours.observations, theirs.observations[:, 0])
-    np.testing.assert_array_equal(ours.dones, theirs.dones[:, 0])
-    assert ours.pos == theirs.pos == 0  # full: the oldest transition, the row SB3 overwrites next
-    with pytest.raises(AttributeError, match="read-only"):
-        ours.pos = 0
+        size = ours.size()
+        assert size == theirs.size() == t + 1
+        np.testing.assert_array_equal(ours.observations[:size], theirs.observations[:size, 0])
+        np.testing.assert_array_equal(ours.actions[:size], theirs.actions[:size, 0])
+        np.testing.assert_array_equal(ours.rewards[:size], theirs.rewards[:size, 0])
+    transitions = ours.transitions()  # the paths in order: here the order of the adds
+    np.testing.assert_array_equal(transitions["dones"][:4], theirs.dones[:4, 0])
+    np.testing.assert_array_equal(transitions["timeouts"][:4], theirs.timeouts[:4, 0])
 
 
 def test_sb3_attributes_with_dict_observations_read_as_from_sb3_dict_replay_buffer():
@@ -830,52 +844,32 @@ def test_sb3_attributes_with_dict_observations_read_as_from_sb3_dict_replay_buff
         obs = {"a": np.full((1, 2), t, np.float32), "b": np.array([t])}
         for buffer in (ours, theirs):
             buffer.add(obs, obs, np.array([[0.1 * t]]), np.array([t]), np.array([t == 2]), [{}])
-    assert ours.pos == theirs.pos == 4 and ours.full is theirs.full is False
-    assert ours.observations is not None and ours.dones is not None
+    assert ours.size() == theirs.size() == 4 and ours.observations is not None
     for key in ("a", "b"):
-        np.testing.assert_array_equal(ours.observations[key][: ours.pos], theirs.observations[key][:4, 0])
-    np.testing.assert_array_equal(ours.dones[: ours.pos], theirs.dones[:4, 0])
+        np.testing.assert_array_equal(ours.observations[key][:4], theirs.observations[key][:4, 0])
+    np.testing.assert_array_equal(ours.transitions()["dones"][:3], theirs.dones[:3, 0])
 
 
-def test_pos_is_where_the_next_transition_is_written():
+def test_freed_slots_are_reused_latest_first():
     buffer = make_buffer(4)
     for v in range(4):
         step(buffer, [float(v)], dones=[v == 1])
-    assert buffer.full and buffer.pos == 0  # the oldest transition
     step(buffer, [4.0])  # evicts the finished path [0, 1]: slots 0 and 1 are free, the write took the latest freed
-    assert buffer.size() == 3 and not buffer.full
+    assert buffer.size() == 3 and buffer.free_slots == [0]
     assert buffer.observations is not None and buffer.observations[1, 0] == 4.0
-    free = buffer.pos
-    assert free == 0 and free not in {slot for path in buffer.paths.values() for slot in path.slots}
     step(buffer, [5.0], dones=[True])
-    assert buffer.observations[free, 0] == 5.0 and buffer.full
-    np.testing.assert_array_equal(buffer.dones, [1, 0, 0, 0])  # per slot: slot 0 ended the path [2, 3, 4, 5]
-    assert buffer.pos == 2  # full again: the slot of the oldest stored transition (2.0)
-    step(buffer, [6.0])
-    buffer.close_open_paths()  # a cut path ends there too, and bootstraps (SB3's timeouts)
-    assert buffer.dones is not None and buffer.timeouts is not None
-    (slot,) = buffer.paths[max(buffer.paths)].slots
-    assert buffer.dones[slot] == buffer.timeouts[slot] == 1.0 and buffer.timeouts.sum() == 1.0
-    with pytest.raises(AttributeError, match="transitions"):
-        _ = buffer.next_observations
+    assert buffer.observations[0, 0] == 5.0 and buffer.size() == 4
 
 
-def test_sb3_attributes_kept_with_their_meaning():
+def test_sb3_look_alikes_with_another_meaning_are_not_attributes():
+    """SB3's cursor ``pos``, its ``full`` flag and its per-row ``dones`` / ``timeouts`` / ``next_observations``."""
     buffer = make_buffer(4)
-    assert buffer.full is False and buffer.observations is None  # allocated on the first add
-    for v in range(3):
+    for v in range(4):
         step(buffer, [float(v)], dones=[v == 1])
-    assert buffer.full is False
-    step(buffer, [3.0])
-    assert buffer.full is True  # every slot holds a transition, SB3's size() == buffer_size
-    step(buffer, [4.0])  # evicting the 2-step path [0, 1] freed two slots: 3 of 4 are used
-    assert buffer.full is False and buffer.size() == 3
-    with pytest.raises(AttributeError, match="read-only"):
-        buffer.full = False
+    for name in ("pos", "full", "dones", "timeouts", "next_observations"):
+        assert not hasattr(buffer, name), name
     assert buffer.observations is not None and buffer.observations.shape == (4, *OBS_SPACE.shape)  # slots, no n_envs
     assert buffer.actions is not None and buffer.actions.shape == (4, 1) and buffer.rewards is not None
-    buffer.reset()
-    assert buffer.full is False
 
 
 def test_transitions_in_sb3_meaning():
@@ -1041,18 +1035,18 @@ def test_load_replay_buffer_allow_pickle_is_an_explicit_opt_in_with_a_warning(tm
     assert_same_paths(model.replay_buffer, trained_pcl.replay_buffer)
 
 
-def test_buffers_pickled_by_older_versions_still_unpickle(trained_pcl):
-    """Paths pickled with a plain ``slots`` list and SB3's ``pos`` / ``full`` in the state are converted."""
-    buffer = pickle.loads(pickle.dumps(trained_pcl.replay_buffer))
-    state = dict(buffer.__dict__, pos=3, full=False)
-    for path in state["paths"].values():
-        old = dict(vars(path))
-        old["slots"] = old.pop("_slots")[old.pop("_head") :]
-        path.__dict__.clear()
-        path.__setstate__(old)
-    buffer.__setstate__(state)
-    assert_same_paths(buffer, trained_pcl.replay_buffer)
-    assert_same_samples(trained_pcl.replay_buffer, buffer)
+def test_buffers_pickled_by_another_version_are_refused_with_a_clear_message(tmp_path, trained_pcl):
+    """A pickle naming a class this version lacks (``PathIndex``), or holding another version's bookkeeping."""
+    model = cartpole_pcl()
+    text = pickle.dumps(trained_pcl.replay_buffer, protocol=2)  # classes named by GLOBAL opcodes: "module\nname\n"
+    assert b"\nPath\n" in text
+    (tmp_path / "missing_class.pkl").write_bytes(text.replace(b"\nPath\n", b"\nPathIndex\n"))
+    old = pickle.loads(text)
+    del old.__dict__["_table"]
+    (tmp_path / "old_state.pkl").write_bytes(pickle.dumps(old))
+    for name in ("missing_class.pkl", "old_state.pkl"):
+        with pytest.warns(UserWarning), pytest.raises(ValueError, match=f"{name}' holds a replay buffer pickled by another"):
+            model.load_replay_buffer(tmp_path / name, allow_pickle=True)
 
 
 def rewrite(source, target, **changes) -> None:
@@ -1150,9 +1144,77 @@ def test_windows_drawn_in_one_call_are_the_ones_drawn_one_by_one() -> None:
     paths = [Path(path_id=i, env_idx=0) for i in range(6)]
     for path, length in zip(paths, (0, 1, 2, 5, 40, 33), strict=True):
         for slot in range(length):
-            path.append_slot(slot)
+            path.slot_list.append(slot)
     for max_len in (None, 1, 4, 32):
         np.random.seed(3)
         expected = [ref_draw_window(path, max_len) for path in paths * 3]
         np.random.seed(3)
         assert PathReplayBuffer._draw_windows(paths * 3, max_len) == expected
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Replay files written before the buffer was one class (sb3_pcl at commit c51497b): tests/data/replay_files
+
+
+REPLAY_FIXTURES = pathlib.Path(__file__).parent / "data" / "replay_files"
+FIXTURE_DICT_SPACE = spaces.Dict({"a": spaces.Box(-9, 9, (2,), np.float32), "b": spaces.Box(0, 5, (), np.int64)})
+
+
+def fill_like_the_fixtures(buffer: PathReplayBuffer, rng: np.random.Generator, steps: int, p_end: float, seed: bool) -> None:
+    """The adds that wrote the fixtures (and the same adds after loading them): a seeded path, steps, a cut."""
+    n = buffer.n_envs
+    boxes = None in buffer.obs_layout
+
+    def observations(n_rows: int, as_float32: bool) -> Any:
+        if boxes:
+            values = rng.normal(size=(n_rows, 2))
+            return values.astype(np.float32) if as_float32 else values
+        values = rng.normal(size=(n_rows, 2))
+        return {"a": values.astype(np.float32) if as_float32 else values, "b": rng.integers(0, 5, size=n_rows)}
+
+    if seed:
+        buffer.add_path(observations(4, False), rng.normal(size=(3, 1)), rng.normal(size=3), seed=True)
+    for t in range(steps):
+        obs, next_obs = observations(n, True), observations(n, True)
+        infos = [{"TimeLimit.truncated": bool(x)} for x in rng.random(n) < 0.3]
+        actions, rewards = rng.normal(size=(n, 1)).astype(np.float32), rng.integers(-2, 3, size=n).astype(float)
+        buffer.add(obs, next_obs, actions, rewards, rng.random(n) < p_end, infos)
+        if t == steps // 2:
+            buffer.close_open_paths()
+
+
+@pytest.mark.parametrize(
+    ("name", "observation_space", "p_end"),
+    [
+        ("fifo_two_envs", OBS_SPACE, 0.2),
+        ("rank_distinct", OBS_SPACE, 0.3),
+        ("rand_long_paths", OBS_SPACE, 0.04),
+        ("dict_obs", FIXTURE_DICT_SPACE, 0.2),
+        ("empty", OBS_SPACE, 0.0),
+    ],
+)
+def test_replay_files_of_the_former_buffer_load_and_sample_as_it_did(name, observation_space, p_end):
+    """Each fixture holds what the buffer that wrote it sampled next (seeds 0, 1), then its paths after 20 more adds."""
+    buffer = PathReplayBuffer.load_npz(REPLAY_FIXTURES / f"{name}.npz", observation_space, ACT_SPACE, device="cpu")
+    assert_table_matches_paths(buffer)
+    with np.load(REPLAY_FIXTURES / f"{name}.expected.npz", allow_pickle=False) as data:
+        expected = {key: data[key] for key in data.files}
+    assert buffer.size() == int(expected["size"])
+    np.testing.assert_array_equal(sorted(buffer.paths), expected["path_ids"])
+    if buffer.size() == 0:
+        return
+    for seed in range(2):
+        np.random.seed(seed)
+        batch = buffer.sample(5)
+        np.testing.assert_array_equal(batch.path_ids, expected[f"sample{seed}_path_ids"])
+        for field in ("actions", "rewards", "mask", "terminated", "at_path_start"):
+            np.testing.assert_array_equal(getattr(batch, field).numpy(), expected[f"sample{seed}_{field}"], err_msg=field)
+        observations = batch.observations if isinstance(batch.observations, dict) else {"": batch.observations}
+        for key, value in observations.items():
+            np.testing.assert_array_equal(value.numpy(), expected[f"sample{seed}_observations{key}"])
+    np.random.seed(5)
+    fill_like_the_fixtures(buffer, np.random.default_rng(99), 20, p_end, seed=False)
+    np.testing.assert_array_equal(sorted(buffer.paths), expected["after_path_ids"])
+    slots = [slot for path_id in sorted(buffer.paths) for slot in buffer.paths[path_id].slots]
+    np.testing.assert_array_equal(slots, expected["after_slots"])
+    assert_table_matches_paths(buffer)

@@ -7,7 +7,7 @@ from stable_baselines3.common.utils import LinearSchedule
 
 import sb3_pcl
 from sb3_pcl.__main__ import main
-from sb3_pcl.common.hyperparams import hyperparams_dir, load_hyperparams
+from sb3_pcl.hyperparams_files import hyperparams_dir, load_hyperparams
 
 
 def test_load_hyperparams_parses_zoo_entries(tmp_path):
@@ -89,8 +89,8 @@ def test_quick_run_trains_the_algorithmic_tasks_on_algorithmic_vec_env(monkeypat
             created.append(self.num_envs)
 
     monkeypatch.setattr(cli, "AlgorithmicVecEnv", Recording)
-    main(["--algo", "urex", "--env", "sb3_pcl/Copy-v0", "--steps", "800", "--eval-episodes", "2"])
-    assert created == [400]  # the training env (hyperparams/urex.yml); the evaluation env stays a DummyVecEnv
+    main(["--algo", "recurrent_urex", "--env", "sb3_pcl/Copy-v0", "--steps", "800", "--eval-episodes", "2"])
+    assert created == [400]  # the training env (hyperparams/recurrent_urex.yml); the evaluation env stays a DummyVecEnv
     assert "Evaluation return over 2 episodes" in capsys.readouterr().out
 
 
@@ -153,7 +153,7 @@ def test_env_wrapper_and_frame_stack_are_read_and_applied_by_the_main_job(tmp_pa
     import gymnasium as gym
 
     from sb3_pcl import __main__ as main_job
-    from sb3_pcl.common import hyperparams
+    from sb3_pcl import hyperparams_files as hyperparams
 
     entry = {
         "env_wrapper": ["gymnasium.wrappers.TimeAwareObservation"],

@@ -1,5 +1,5 @@
 """
-Exact tests of the pure torch functions of ``sb3_pcl.common.consistency``.
+Exact tests of the pure torch functions of ``sb3_pcl.pcl.consistency``.
 
 Every function is compared with a naive, loop-based NumPy reference written from the
 specification (not from the torch code). Batches mix terminated paths (final value 0),
@@ -16,7 +16,7 @@ import pytest
 import torch as th
 
 try:
-    import sb3_pcl.common.consistency as C
+    import sb3_pcl.pcl.consistency as C
 except ImportError:  # the package init may be broken while the package is being written
     _path = pathlib.Path(__file__).resolve().parents[1] / "sb3_pcl" / "common" / "consistency.py"
     _spec = importlib.util.spec_from_file_location("_pcl_consistency_under_test", _path)

@@ -16,6 +16,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
 from sb3_pcl.envs import CurriculumLogCallback, SharedCurriculum, curriculum_length, expert_actions, has_curriculum
+from sb3_pcl.recurrent_reinforce import RecurrentUREX
 from sb3_pcl.reinforce import Reinforce
 from sb3_pcl.urex import UREX
 
@@ -266,8 +267,8 @@ def test_reinforce_urex_with_promotions_mid_training(algo):
 # of CPU, as the golden runs': tests/test_golden.py), the final length and the step count.
 OLD_DEFAULT = {
     "Reinforce": ("MlpPolicy", {"net_arch": [8]}, {"AMD EPYC": "4b794d49c061aab3", "Intel Xeon": "d95ba4c2bf0323ff"}, 20, 120),
-    "UREX": (
-        "MlpLstmPolicy",
+    "RecurrentUREX": (  # UREX("MlpLstmPolicy") then
+        "MlpPrevActionLstmPolicy",
         {"lstm_hidden_size": 8},
         {"AMD EPYC": "d97045eb286c38d9", "Intel Xeon": "8f22104de6c65ef3"},
         14,
@@ -276,7 +277,7 @@ OLD_DEFAULT = {
 }
 
 
-@pytest.mark.parametrize("algo", [Reinforce, UREX])
+@pytest.mark.parametrize("algo", [Reinforce, RecurrentUREX])
 def test_wrapping_by_hand_gives_the_numbers_of_the_old_default(algo):
     policy, policy_kwargs, digests, final_length, n_steps = OLD_DEFAULT[algo.__name__]
     env = copy_vec(4, last=2, min_reward_threshold=-100.0)

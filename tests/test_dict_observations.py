@@ -20,8 +20,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_pcl import PCL, UREX, Reinforce, TrustPCL
 from sb3_pcl.common.dict_obs import ObsDict
-from sb3_pcl.common.episodes import collect_episode_batch
 from sb3_pcl.common.path_buffer import PathReplayBuffer
+from sb3_pcl.reinforce.episodes import collect_episode_batch
 
 
 class GoalLineEnv(gym.Env):

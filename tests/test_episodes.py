@@ -12,7 +12,8 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecEnvWrapper, VecNormalize
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl.common.episodes import (
+from sb3_pcl import RecurrentReinforce
+from sb3_pcl.reinforce.episodes import (
     EpisodeBatch,
     batch_layout,
     check_group_sync,
@@ -23,7 +24,6 @@ from sb3_pcl.common.episodes import (
     original_observations,
     set_reset_seeds,
 )
-from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy
 from sb3_pcl.reinforce.losses import episode_totals, full_episode_policy_loss, k_sample_baseline, ment_bonus
 from sb3_pcl.urex.urex import urex_bonus
 
@@ -286,11 +286,11 @@ def test_batch_is_reproduced_by_seeded_replays(kind, n_envs, k, recurrent):
     n_groups, _ = batch_layout(n_envs, k)
     env = make_vec(kind, copy_env, n_envs)
     try:
-        if recurrent:
-            policy: ActorCriticPolicy = MlpPrevActionLstmPolicy(env.observation_space, env.action_space, lambda _: 1e-3)
+        if recurrent:  # the LSTM state carried through each episode
+            model = RecurrentReinforce("MlpPrevActionLstmPolicy", env, num_samples=k, check_seeding=False)
+            batch = collect_episode_batch(env, model.policy, k, max_steps=100, base_seed=2024, play_step=model._play_step)
         else:
-            policy = mlp_policy(env)
-        batch = collect_episode_batch(env, policy, k, max_steps=100, base_seed=2024)
+            batch = collect_episode_batch(env, mlp_policy(env), k, max_steps=100, base_seed=2024)
     finally:
         env.close()
     assert batch is not None and batch.n_envs == n_groups * k and batch.n_groups == n_groups

@@ -63,6 +63,6 @@ def test_the_unified_policy_exports_only_through_the_wrapper(tmp_path):
 
 
 def test_recurrent_policies_are_refused(tmp_path):
-    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1")
+    model = RecurrentPCL("MlpPrevActionLstmPolicy", "CartPole-v1")
     with pytest.raises(ValueError, match="MlpPrevActionLstmPolicy is recurrent"):
         export_onnx(model, tmp_path / "lstm.onnx")

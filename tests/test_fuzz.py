@@ -107,8 +107,8 @@ EPISODES = {"num_samples": 2, "max_steps": 16, "policy_kwargs": {"net_arch": [8]
 ALGOS: dict[type, tuple[str, dict[str, Any]]] = {
     PCL: ("MlpPolicy", OFF_POLICY),
     TrustPCL: ("MlpPolicy", OFF_POLICY),
-    RecurrentPCL: ("MlpLstmPolicy", RECURRENT),
-    RecurrentTrustPCL: ("MlpLstmPolicy", RECURRENT),
+    RecurrentPCL: ("MlpPrevActionLstmPolicy", RECURRENT),
+    RecurrentTrustPCL: ("MlpPrevActionLstmPolicy", RECURRENT),
     Reinforce: ("MlpPolicy", EPISODES),
     UREX: ("MlpPolicy", EPISODES),
 }

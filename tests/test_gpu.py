@@ -17,7 +17,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from test_dict_observations import GoalLineEnv
 
-from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
+from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentReinforce, RecurrentTrustPCL, RecurrentUREX, Reinforce, TrustPCL
 
 pytestmark = [
     pytest.mark.gpu,
@@ -37,8 +37,20 @@ CASES = [
     (TrustPCL, "MlpPolicy", "CartPole-v1", FAST),
     (Reinforce, "MlpPolicy", "CartPole-v1", {"num_samples": 2, "max_steps": 30}),
     (UREX, "MlpPolicy", "CartPole-v1", {"num_samples": 2, "max_steps": 30}),
-    (RecurrentPCL, "MlpLstmPolicy", "CartPole-v1", {**FAST, "policy_kwargs": {"lstm_hidden_size": 16}}),
-    (RecurrentTrustPCL, "MlpLstmPolicy", "CartPole-v1", {**FAST, "policy_kwargs": {"lstm_hidden_size": 16}}),
+    (RecurrentPCL, "MlpPrevActionLstmPolicy", "CartPole-v1", {**FAST, "policy_kwargs": {"lstm_hidden_size": 16}}),
+    (RecurrentTrustPCL, "MlpPrevActionLstmPolicy", "CartPole-v1", {**FAST, "policy_kwargs": {"lstm_hidden_size": 16}}),
+    (
+        RecurrentReinforce,
+        "MlpPrevActionLstmPolicy",
+        "CartPole-v1",
+        {"num_samples": 2, "max_steps": 30, "policy_kwargs": {"lstm_hidden_size": 16}},
+    ),
+    (
+        RecurrentUREX,
+        "MlpPrevActionLstmPolicy",
+        "CartPole-v1",
+        {"num_samples": 2, "max_steps": 30, "policy_kwargs": {"lstm_hidden_size": 16}},
+    ),
     (PCL, "MultiInputPolicy", GoalLineEnv, FAST),
     (Reinforce, "MultiInputPolicy", GoalLineEnv, {"num_samples": 2, "max_steps": 30}),
 ]
@@ -62,7 +74,7 @@ def _predict(model: BaseAlgorithm, obs: np.ndarray, recurrent: bool) -> np.ndarr
 
 @pytest.mark.parametrize(("algo", "policy", "env_id", "kwargs"), CASES, ids=lambda case: getattr(case, "__name__", None))
 def test_learn_save_load_predict_on_cuda(algo: type, policy: str, env_id: Any, kwargs: dict[str, Any], tmp_path: Path) -> None:
-    env = make_vec_env(env_id, n_envs=4 if algo in (Reinforce, UREX) else 1, seed=0)
+    env = make_vec_env(env_id, n_envs=4 if issubclass(algo, Reinforce) else 1, seed=0)
     model = algo(policy, env, seed=0, device="cuda", **kwargs)
     model.learn(300)
     assert model.num_timesteps >= 300
@@ -71,7 +83,7 @@ def test_learn_save_load_predict_on_cuda(algo: type, policy: str, env_id: Any, k
     if hasattr(model, "policy_target"):
         assert all(parameter.device.type == "cuda" for parameter in model.policy_target.parameters())
 
-    recurrent = policy == "MlpLstmPolicy"
+    recurrent = policy == "MlpPrevActionLstmPolicy"
     obs = env.reset()
     actions = _predict(model, obs, recurrent)
     model.save(tmp_path / "model")

@@ -12,7 +12,7 @@ from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.noise import NormalActionNoise
 
 import sb3_pcl
-from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
+from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentReinforce, RecurrentTrustPCL, RecurrentUREX, Reinforce, TrustPCL
 from sb3_pcl.common import recurrent
 from sb3_pcl.common.recurrent import CnnPrevActionLstmPolicy, MlpPrevActionLstmPolicy
 from sb3_pcl.common.recurrent import policies as recurrent_policies
@@ -33,10 +33,10 @@ def image_env():
         (TrustPCL, "CnnPolicy", REPLAY),
         (Reinforce, "CnnPolicy", EPISODIC),
         (UREX, "CnnPolicy", EPISODIC),
-        (Reinforce, "CnnLstmPolicy", EPISODIC),
-        (UREX, "CnnLstmPolicy", EPISODIC),
-        (RecurrentPCL, "CnnLstmPolicy", REPLAY),
-        (RecurrentTrustPCL, "CnnLstmPolicy", REPLAY),
+        (RecurrentReinforce, "CnnPrevActionLstmPolicy", EPISODIC),
+        (RecurrentUREX, "CnnPrevActionLstmPolicy", EPISODIC),
+        (RecurrentPCL, "CnnPrevActionLstmPolicy", REPLAY),
+        (RecurrentTrustPCL, "CnnPrevActionLstmPolicy", REPLAY),
     ],
 )
 def test_cnn_aliases_train_save_load_and_predict(algo_class, alias, kwargs, tmp_path):
@@ -44,7 +44,7 @@ def test_cnn_aliases_train_save_load_and_predict(algo_class, alias, kwargs, tmp_
     policy_kwargs = {"features_extractor_kwargs": {"features_dim": 16}}
     model = algo_class(alias, env, seed=0, policy_kwargs=policy_kwargs, **kwargs)
     assert type(model.policy.features_extractor).__name__ == "NatureCNN"
-    if alias == "CnnLstmPolicy":
+    if alias == "CnnPrevActionLstmPolicy":
         assert isinstance(model.policy, CnnPrevActionLstmPolicy)
     model.learn(60)
     model.save(tmp_path / "model")
@@ -58,12 +58,12 @@ def test_cnn_aliases_train_save_load_and_predict(algo_class, alias, kwargs, tmp_
 
 def test_every_class_has_a_cnn_alias():
     for name, algo_class in sb3_pcl.ALGOS.items():
-        assert {"CnnPolicy", "CnnLstmPolicy"} & set(algo_class.policy_aliases), name
+        assert {"CnnPolicy", "CnnPrevActionLstmPolicy"} & set(algo_class.policy_aliases), name
 
 
 @pytest.mark.parametrize("algo_class", list(sb3_pcl.ALGOS.values()))
 def test_action_noise_is_refused_naming_the_argument(algo_class):
-    policy = "MlpLstmPolicy" if "MlpPolicy" not in algo_class.policy_aliases else "MlpPolicy"
+    policy = "MlpPrevActionLstmPolicy" if "MlpPolicy" not in algo_class.policy_aliases else "MlpPolicy"
     noise = NormalActionNoise(mean=np.zeros(1), sigma=0.1 * np.ones(1))
     with pytest.raises(ValueError, match=rf"action_noise must be None, got NormalActionNoise.*{algo_class.__name__} explores"):
         algo_class(policy, "Pendulum-v1", action_noise=noise)
@@ -80,14 +80,15 @@ FORMER_POLICY_CLASSES = {
 }
 
 
-def test_lstm_aliases_name_our_previous_action_policies():
-    """The strings "MlpLstmPolicy" / "CnnLstmPolicy" name our policies, whose classes do not take sb3-contrib's names."""
+def test_no_class_claims_sb3_contrib_s_lstm_policy_names():
+    """sb3-contrib's "MlpLstmPolicy" / "CnnLstmPolicy" name its RecurrentActorCriticPolicy: no class of ours has these
+    aliases, and our policies go by their own names (the recurrent classes take the former ones with a warning)."""
     for name, algo_class in sb3_pcl.ALGOS.items():
         aliases = algo_class.policy_aliases
-        if "MlpLstmPolicy" in aliases:
-            assert aliases["MlpLstmPolicy"] is MlpPrevActionLstmPolicy, name
-        if "CnnLstmPolicy" in aliases:
-            assert aliases["CnnLstmPolicy"] is CnnPrevActionLstmPolicy, name
+        assert not {"MlpLstmPolicy", "CnnLstmPolicy"} & set(aliases), name
+        if "MlpPrevActionLstmPolicy" in aliases:
+            assert aliases["MlpPrevActionLstmPolicy"] is MlpPrevActionLstmPolicy, name
+            assert aliases["CnnPrevActionLstmPolicy"] is CnnPrevActionLstmPolicy, name
     assert ContribMlpLstmPolicy.__name__ != MlpPrevActionLstmPolicy.__name__
     assert not issubclass(ContribMlpLstmPolicy, MlpPrevActionLstmPolicy)
 
@@ -106,7 +107,8 @@ def test_model_saved_under_a_former_class_name_loads(former, tmp_path):
     cnn = "Cnn" in former
     env = image_env() if cnn else make_vec_env("CartPole-v1", n_envs=2, seed=0)
     policy_kwargs = {"lstm_hidden_size": 8, **({"features_extractor_kwargs": {"features_dim": 16}} if cnn else {})}
-    model = UREX("CnnLstmPolicy" if cnn else "MlpLstmPolicy", env, seed=0, policy_kwargs=policy_kwargs, **EPISODIC)
+    policy = "CnnPrevActionLstmPolicy" if cnn else "MlpPrevActionLstmPolicy"
+    model = RecurrentUREX(policy, env, seed=0, policy_kwargs=policy_kwargs, **EPISODIC)
     model.save(tmp_path / "new.zip")
     with zipfile.ZipFile(tmp_path / "new.zip") as new, zipfile.ZipFile(tmp_path / "former.zip", "w") as rewritten:
         for name in new.namelist():
@@ -117,7 +119,7 @@ def test_model_saved_under_a_former_class_name_loads(former, tmp_path):
                 content = json.dumps(data).encode()
             rewritten.writestr(name, content)
     with pytest.warns(DeprecationWarning, match=rf"{former.split('.')[1]} is now named"):
-        loaded = UREX.load(tmp_path / "former.zip", env=env)
+        loaded = RecurrentUREX.load(tmp_path / "former.zip", env=env)
     assert type(loaded.policy) is type(model.policy)
     for key, value in model.policy.state_dict().items():
         th.testing.assert_close(loaded.policy.state_dict()[key], value)

@@ -18,7 +18,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.utils import ConstantSchedule
 
 from sb3_pcl import PCL, TrustPCL
-from sb3_pcl.common.hyperparams import load_hyperparams
+from sb3_pcl.hyperparams_files import load_hyperparams
 from sb3_pcl.pcl.policies import MlpPolicy
 from sb3_pcl.trust_pcl.lambda_search import MIN_EPISODES
 

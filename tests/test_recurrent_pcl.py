@@ -1,5 +1,5 @@
 """
-RecurrentPCL and RecurrentTrustPCL: PCL and Trust-PCL with the recurrent ``MlpLstmPolicy``.
+RecurrentPCL and RecurrentTrustPCL: PCL and Trust-PCL with the recurrent ``MlpPrevActionLstmPolicy``.
 
 The replay evaluates each sampled segment by replaying its path from the path's first step
 (``PathBatch.history``), so the recurrent state at the segment is exact for the current parameters.
@@ -32,10 +32,10 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
-from sb3_pcl.common.consistency import path_consistency
 from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
-from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions
+from sb3_pcl.common.recurrent import CnnPrevActionLstmPolicy, MlpPrevActionLstmPolicy, encode_actions
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
+from sb3_pcl.pcl.consistency import path_consistency
 
 LSTM = {"lstm_hidden_size": 16}
 
@@ -267,7 +267,7 @@ def test_replay_from_path_start_reproduces_collected_log_probs(
 ) -> None:
     env = random_paths_env(3, action_space)
     model = RecurrentPCL(
-        "MlpLstmPolicy",
+        "MlpPrevActionLstmPolicy",
         env,
         gradient_steps=0,
         sample_from=sample_from,
@@ -314,7 +314,7 @@ def test_replay_from_path_start_reproduces_collected_log_probs(
 def test_pcl_lstm_learns_a_memory_task() -> None:
     env = make_vec_env(CueRecallEnv, n_envs=4, seed=0)
     model = RecurrentPCL(
-        "MlpLstmPolicy",
+        "MlpPrevActionLstmPolicy",
         env,
         learning_rate=3e-3,
         learning_starts=200,
@@ -363,7 +363,7 @@ def target_log_probs_by_full_replay(policy: MlpPrevActionLstmPolicy, batch: Path
 def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
     env = random_paths_env(2, seed=1)
     model = RecurrentTrustPCL(
-        "MlpLstmPolicy",
+        "MlpPrevActionLstmPolicy",
         env,
         learning_starts=60,
         train_freq=4,
@@ -416,7 +416,7 @@ def test_trust_pcl_relative_entropy_uses_the_target_replay() -> None:
 def test_trust_pcl_lstm_target_values_and_sampling_from_target() -> None:
     env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
     model = RecurrentTrustPCL(
-        "MlpLstmPolicy",
+        "MlpPrevActionLstmPolicy",
         env,
         learning_starts=100,
         train_freq=8,
@@ -457,7 +457,9 @@ def test_load_model_saved_with_the_single_module_policy_path(tmp_path: Path) -> 
     # load (with a DeprecationWarning).
     old_policy_class = "gAWVLgAAAAAAAACMGHNiM19wY2wuY29tbW9uLnJlY3VycmVudJSMDU1scExzdG1Qb2xpY3mUk5Qu"
     assert pickle.loads(base64.b64decode(old_policy_class)) is MlpPrevActionLstmPolicy
-    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
+    model = RecurrentPCL(
+        "MlpPrevActionLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM
+    )
     model.save(tmp_path / "new.zip")
     data = zip_data(tmp_path / "new.zip")
     assert data["policy_class"][":serialized:"] != old_policy_class  # saved under the new module path
@@ -471,7 +473,9 @@ def test_load_model_saved_with_the_single_module_policy_path(tmp_path: Path) -> 
 
 def test_load_model_saved_with_the_retired_replay_from_start(tmp_path: Path) -> None:
     """Earlier versions saved ``replay_buffer_class=PathReplayBuffer`` and ``replay_from_start`` in the kwargs."""
-    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
+    model = RecurrentPCL(
+        "MlpPrevActionLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM
+    )
     model.save(tmp_path / "new.zip")
     data = zip_data(tmp_path / "new.zip")
     data["replay_buffer_class"][":serialized:"] = base64.b64encode(pickle.dumps(PathReplayBuffer)).decode()
@@ -485,7 +489,9 @@ def test_load_model_saved_with_the_retired_replay_from_start(tmp_path: Path) -> 
 
 
 def test_predict_with_state_save_load_round_trip(tmp_path: Path) -> None:
-    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM)
+    model = RecurrentPCL(
+        "MlpPrevActionLstmPolicy", "CartPole-v1", learning_starts=50, train_freq=4, seed=0, policy_kwargs=LSTM
+    )
     model.learn(200)
     perturb(model.policy_target, seed=2)  # make the target distinguishable from the online policy
     model.save(tmp_path / "model")
@@ -548,7 +554,7 @@ def test_a_pickled_plain_buffer_loads_as_the_recurrent_buffer(tmp_path: Path) ->
     mlp.learn(80)
     with open(tmp_path / "buffer.pkl", "wb") as file:
         pickle.dump(mlp.replay_buffer, file)
-    model = RecurrentPCL("MlpLstmPolicy", "CartPole-v1", seed=0, policy_kwargs=LSTM)
+    model = RecurrentPCL("MlpPrevActionLstmPolicy", "CartPole-v1", seed=0, policy_kwargs=LSTM)
     with pytest.warns(UserWarning, match="Unpickling"):
         model.load_replay_buffer(tmp_path / "buffer.pkl", allow_pickle=True)
     assert type(model.replay_buffer) is RecurrentPathReplayBuffer
@@ -561,7 +567,7 @@ def test_a_pickled_plain_buffer_loads_as_the_recurrent_buffer(tmp_path: Path) ->
 
 def test_vec_normalize_history_is_normalized_like_the_batch() -> None:
     env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0), norm_obs=True, norm_reward=True)
-    model = RecurrentPCL("MlpLstmPolicy", env, learning_starts=60, train_freq=8, seed=0, policy_kwargs=LSTM)
+    model = RecurrentPCL("MlpPrevActionLstmPolicy", env, learning_starts=60, train_freq=8, seed=0, policy_kwargs=LSTM)
     model.learn(200)
     batch = model.replay_buffer.sample(8, env=model.get_vec_normalize_env())
     assert isinstance(batch, RecurrentPathBatch)
@@ -579,7 +585,7 @@ def test_vec_normalize_history_is_normalized_like_the_batch() -> None:
 
 @pytest.mark.slow
 def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
-    """rl-zoo3's train and enjoy (which passes the recurrent state to ``predict``) with ``MlpLstmPolicy``."""
+    """rl-zoo3's train and enjoy (which passes the recurrent state to ``predict``) with ``MlpPrevActionLstmPolicy``."""
 
     def run_module(module: str, args: list[str], cwd: Path) -> str:
         result = subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
@@ -589,7 +595,7 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
 
     conf = tmp_path / "recurrent_pcl.yml"
     entry = {
-        "policy": "MlpLstmPolicy",
+        "policy": "MlpPrevActionLstmPolicy",
         "n_timesteps": 400,
         "learning_starts": 100,
         "policy_kwargs": "dict(lstm_hidden_size=16)",
@@ -638,13 +644,24 @@ class PlainSubclass(PathReplayBuffer):
 )
 def test_unsupported_combinations_are_rejected(algo: type[RecurrentPCL], kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=re.escape(match.format(algo.__name__))):
-        algo("MlpLstmPolicy", "CartPole-v1", **kwargs)
+        algo("MlpPrevActionLstmPolicy", "CartPole-v1", **kwargs)
 
 
 @pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
 def test_other_recurrent_policies_are_rejected(algo: type[RecurrentPCL]) -> None:
-    with pytest.raises(ValueError, match=rf"{algo.__name__} supports one recurrent policy, 'MlpLstmPolicy'"):
+    with pytest.raises(ValueError, match=rf"{algo.__name__} supports one recurrent policy, 'MlpPrevActionLstmPolicy'"):
         algo(ContribMlpLstmPolicy, "CartPole-v1")
+
+
+@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
+@pytest.mark.parametrize(
+    ("former", "current"), [("MlpLstmPolicy", MlpPrevActionLstmPolicy), ("CnnLstmPolicy", CnnPrevActionLstmPolicy)]
+)
+def test_former_policy_names_work_with_a_deprecation_warning(algo: type[RecurrentPCL], former: str, current: type) -> None:
+    """sb3-contrib's names for its own policy named ours until 0.3: accepted for one release, with a warning."""
+    with pytest.warns(DeprecationWarning, match=rf"'{former}' is deprecated for {algo.__name__}.*'{current.__name__}'"):
+        model = algo(former, "CartPole-v1", _init_setup_model=False)
+    assert model.policy_class is current and former not in algo.policy_aliases
 
 
 @pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
@@ -654,7 +671,7 @@ def test_feed_forward_policies_are_not_recurrent_aliases(algo: type[RecurrentPCL
 
 
 @pytest.mark.parametrize("algo, recurrent_algo", [(PCL, "RecurrentPCL"), (TrustPCL, "RecurrentTrustPCL")])
-@pytest.mark.parametrize("policy", ["MlpLstmPolicy", "UnifiedMlpLstmPolicy"])
+@pytest.mark.parametrize("policy", ["MlpPrevActionLstmPolicy", "MlpLstmPolicy", "UnifiedMlpLstmPolicy"])
 def test_feed_forward_algorithms_reject_recurrent_policies(algo: type[PCL], recurrent_algo: str, policy: str) -> None:
     """Recurrent policies moved to RecurrentPCL / RecurrentTrustPCL: the error names the class to use."""
     with pytest.raises(ValueError, match=rf"{policy} is a recurrent policy: use .*\b{recurrent_algo}\b"):
@@ -668,7 +685,7 @@ def test_feed_forward_pcl_rejects_a_recurrent_policy_class(policy_class: type) -
 
 
 def test_recurrent_trust_pcl_takes_trust_pcl_defaults() -> None:
-    model = RecurrentTrustPCL("MlpLstmPolicy", "CartPole-v1", policy_kwargs=LSTM)
+    model = RecurrentTrustPCL("MlpPrevActionLstmPolicy", "CartPole-v1", policy_kwargs=LSTM)
     assert isinstance(model, TrustPCL) and isinstance(model, RecurrentPCL)
     assert (model.ent_coef, model.target_network_lag, model.max_divergence) == (0.0, 0.99, 0.001)
     assert model.tau == pytest.approx(0.01)  # SB3's meaning: 1 - target_network_lag
@@ -677,7 +694,9 @@ def test_recurrent_trust_pcl_takes_trust_pcl_defaults() -> None:
 
 
 def test_batch_without_history_is_rejected() -> None:
-    model = RecurrentPCL("MlpLstmPolicy", random_paths_env(1), learning_starts=20, gradient_steps=0, policy_kwargs=LSTM)
+    model = RecurrentPCL(
+        "MlpPrevActionLstmPolicy", random_paths_env(1), learning_starts=20, gradient_steps=0, policy_kwargs=LSTM
+    )
     model.learn(30)
     batch = model.replay_buffer.sample(4)
     plain = PathBatch(**{field.name: getattr(batch, field.name) for field in dataclasses.fields(PathBatch)})
@@ -692,7 +711,7 @@ def test_feed_forward_policies_get_no_history(policy: str) -> None:
     assert type(model.replay_buffer) is PathReplayBuffer
     assert type(model.replay_buffer.sample(4)) is PathBatch
     assert getattr(model, "_collection_state", None) is None
-    assert "MlpLstmPolicy" in RecurrentTrustPCL.policy_aliases and "UnifiedMlpPolicy" in PCL.policy_aliases
+    assert "MlpPrevActionLstmPolicy" in RecurrentTrustPCL.policy_aliases and "UnifiedMlpPolicy" in PCL.policy_aliases
 
 
 class MultiDiscreteObservations(gym.Env):
@@ -711,6 +730,6 @@ class MultiDiscreteObservations(gym.Env):
 
 def test_multidiscrete_observations_train_with_the_lstm() -> None:
     settings = {"learning_starts": 20, "batch_size": 2, "train_freq": 8, "max_segment_length": 8, "policy_kwargs": LSTM}
-    model = RecurrentPCL("MlpLstmPolicy", MultiDiscreteObservations(), seed=0, **settings)
+    model = RecurrentPCL("MlpPrevActionLstmPolicy", MultiDiscreteObservations(), seed=0, **settings)
     model.learn(200)
     assert model._n_updates > 0 and model.policy.features_dim == 7 and isinstance(model.policy.features_dim, int)

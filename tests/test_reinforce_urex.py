@@ -3,8 +3,6 @@
 import inspect
 import os
 import re
-import subprocess
-import sys
 from typing import Any
 
 import gymnasium as gym
@@ -12,8 +10,6 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
-from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -21,18 +17,18 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
-from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper, VecNormalize
 
 import sb3_pcl  # noqa: F401  (registers the algorithmic tasks)
-from sb3_pcl.common.episode_policy import evaluate_episodes, play_step
-from sb3_pcl.common.episodes import collect_episode_batch
-from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions, evaluate_recurrent_episodes
+from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions
+from sb3_pcl.recurrent_reinforce import RecurrentReinforce, RecurrentUREX
 from sb3_pcl.reinforce import Reinforce
+from sb3_pcl.reinforce.episodes import EpisodeBatch, collect_episode_batch
 from sb3_pcl.urex import UREX
 
 ALGOS = [Reinforce, UREX]
+RECURRENT_ALGOS = [RecurrentReinforce, RecurrentUREX]
 
 
 def cartpole(n_envs: int = 4, seed: int = 0):
@@ -90,10 +86,10 @@ def test_cartpole_mlp_learn_save_load_predict(algo, tmp_path):
     loaded.learn(100, reset_num_timesteps=False)
 
 
-@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize("algo", RECURRENT_ALGOS)
 def test_copy_lstm_learn_save_load_predict_with_state(algo, tmp_path):
     env = copy_vec()
-    model = algo("MlpLstmPolicy", env, num_samples=2, seed=1, policy_kwargs={"lstm_hidden_size": 16})
+    model = algo("MlpPrevActionLstmPolicy", env, num_samples=2, seed=1, policy_kwargs={"lstm_hidden_size": 16})
     callback = Recorder()
     model.learn(60, callback=callback)
     assert callback.n_rollouts >= 2
@@ -211,16 +207,53 @@ def test_critic_lstm_is_separate_and_carried_in_the_state():
     assert (values[0] - values[1]).abs().max() > 1e-5
 
 
+def _episodes(observations: np.ndarray, actions: np.ndarray, mask: np.ndarray) -> EpisodeBatch:
+    """:return: a batch of these time-major steps (one group of ``N`` samples, the other fields unused)"""
+    n_steps, n_envs = mask.shape
+    return EpisodeBatch(
+        observations=observations,
+        actions=actions,
+        rewards=np.zeros((n_steps, n_envs), dtype=np.float32),
+        mask=mask.astype(np.float32),
+        episode_starts=np.zeros((n_steps, n_envs), dtype=np.float32),
+        log_probs=np.zeros((n_steps, n_envs), dtype=np.float32),
+        ended=np.ones(n_envs, dtype=bool),
+        terminated=np.ones(n_envs, dtype=bool),
+        final_observations=observations[-1],
+        seeds=np.zeros(n_envs, dtype=np.int64),
+        num_samples=n_envs,
+    )
+
+
+class BoxObservations(gym.Env):
+    """Observations in ``Box(-1, 1, (3,))``, the given action space; episodes of 5 steps."""
+
+    observation_space = spaces.Box(-1.0, 1.0, shape=(3,))
+
+    def __init__(self, action_space: spaces.Space):
+        self.action_space = action_space
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return np.zeros(3, dtype=np.float32), {}
+
+    def step(self, action):
+        self._t += 1
+        return np.zeros(3, dtype=np.float32), 0.0, self._t >= 5, False, {}
+
+
 @pytest.mark.parametrize("action_space", [spaces.Discrete(3), spaces.Box(-1.0, 1.0, shape=(2,))], ids=str)
-def test_evaluate_episodes_matches_step_by_step_evaluation(action_space):
+def test_recurrent_batch_evaluation_matches_step_by_step_evaluation(action_space):
     """Episode batches (time-major, zero initial state) evaluate as the policy's step-by-step sequence evaluation."""
-    policy = MlpPrevActionLstmPolicy(spaces.Box(-1.0, 1.0, shape=(3,)), action_space, lambda _: 1e-3, lstm_hidden_size=8)
+    model = RecurrentReinforce("MlpPrevActionLstmPolicy", BoxObservations(action_space), policy_kwargs={"lstm_hidden_size": 8})
+    policy = model.policy
     rng = np.random.default_rng(0)
     n_steps, n_envs = 5, 3
     observations = rng.uniform(-1, 1, size=(n_steps, n_envs, 3)).astype(np.float32)
     actions = np.stack([[action_space.sample() for _ in range(n_envs)] for _ in range(n_steps)])
     with th.no_grad():
-        log_prob, entropy = evaluate_episodes(policy, observations, actions, np.ones((n_steps, n_envs)))
+        log_prob, entropy = model._evaluate_batch(_episodes(observations, actions, np.ones((n_steps, n_envs))))
         expected = policy.evaluate_sequence(th.as_tensor(observations), th.as_tensor(actions), th.zeros(n_steps, n_envs))
         # step by step: step t of env i sees the actions of steps < t only
         state = policy.initial_state(n_envs)
@@ -233,43 +266,22 @@ def test_evaluate_episodes_matches_step_by_step_evaluation(action_space):
     th.testing.assert_close(entropy, expected[2])
 
 
-def test_episode_functions_dispatch_on_the_policy_type():
-    """A feed-forward policy plays each step on its own and evaluates the valid steps only; recurrent ones (ours and
-    sb3-contrib's) carry their state from step to step."""
+def test_feed_forward_steps_carry_nothing_and_evaluate_the_valid_steps_only():
+    """A feed-forward policy plays each step on its own and evaluates the valid steps only, in one batch."""
     n_envs = 3
+    model = Reinforce("MlpPolicy", cartpole(n_envs=n_envs))
     obs = th.as_tensor(np.random.default_rng(0).uniform(-1, 1, size=(n_envs, 4)).astype(np.float32))
     starts = np.ones(n_envs, dtype=np.float32)
-    observation_space, action_space = spaces.Box(-1.0, 1.0, shape=(4,)), spaces.Discrete(2)
-    feed_forward = ActorCriticPolicy(observation_space, action_space, lambda _: 1e-3)
     with th.no_grad():
-        actions, log_prob, state = play_step(feed_forward, obs, None, starts)
+        actions, log_prob, state = model._play_step(obs, None, starts)
     assert state is None and actions.shape == log_prob.shape == (n_envs,)
     observations = np.stack([obs.numpy()] * 2)
     mask = np.array([[1, 1, 1], [1, 0, 0]], dtype=np.float32)
-    log_prob, entropy = evaluate_episodes(feed_forward, observations, np.stack([actions.numpy()] * 2), mask)
-    _, expected, expected_entropy = feed_forward.evaluate_actions(th.as_tensor(observations[0]), actions)
+    log_prob, entropy = model._evaluate_batch(_episodes(observations, np.stack([actions.numpy()] * 2), mask))
+    _, expected, expected_entropy = model.policy.evaluate_actions(th.as_tensor(observations[0]), actions)
     th.testing.assert_close(log_prob[0], expected)
     th.testing.assert_close(entropy[1, :1], expected_entropy[:1])
     assert (log_prob[1, 1:] == 0).all() and (entropy[1, 1:] == 0).all()
-    for policy_class in (MlpPrevActionLstmPolicy, RecurrentActorCriticPolicy):
-        policy = policy_class(observation_space, action_space, lambda _: 1e-3, lstm_hidden_size=8)
-        with th.no_grad():
-            _, _, first = play_step(policy, obs, None, starts)
-            _, _, second = play_step(policy, obs, first, np.zeros(n_envs, dtype=np.float32))
-        assert isinstance(second, RNNStates) and not th.equal(first.pi[0], second.pi[0])
-        assert evaluate_episodes.dispatch(policy_class) is evaluate_recurrent_episodes
-
-
-def test_importing_reinforce_registers_the_recurrent_episode_functions():
-    """Importing the package (here through Reinforce) registers the recurrent versions, in a fresh interpreter."""
-    code = (
-        "from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy\n"
-        "from sb3_pcl.reinforce import Reinforce\n"
-        "from sb3_pcl.common.episode_policy import evaluate_episodes, play_step\n"
-        "for function in (evaluate_episodes, play_step):\n"
-        "    assert function.dispatch(RecurrentActorCriticPolicy).__module__ == 'sb3_pcl.common.recurrent.episodes'\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_critic_lstm_refuses_detached_values():
@@ -284,9 +296,9 @@ def test_evaluate_sequence_reproduces_collection_log_probs(kind):
     """Log-probs recorded step by step while acting equal those of the whole padded sequence, at every step."""
     n_envs = 4
     env = copy_vec(n_envs) if kind == "dummy" else SubprocVecEnv([copy_env] * n_envs, start_method="fork")
-    model = UREX("MlpLstmPolicy", env, num_samples=2, seed=3, policy_kwargs={"lstm_hidden_size": 16})
+    model = RecurrentUREX("MlpPrevActionLstmPolicy", env, num_samples=2, seed=3, policy_kwargs={"lstm_hidden_size": 16})
     try:
-        batch = collect_episode_batch(env, model.policy, 2, max_steps=40, base_seed=99)
+        batch = collect_episode_batch(env, model.policy, 2, max_steps=40, base_seed=99, play_step=model._play_step)
     finally:
         env.close()
     assert batch is not None and batch.episode_starts[1:].any()  # some envs auto-reset inside the batch
@@ -326,25 +338,10 @@ def test_evaluate_sequence_from_a_mid_episode_state():
     th.testing.assert_close(tail, full[cut:])
 
 
-def test_sb3_contrib_recurrent_policy_works():
-    """sb3-contrib's own recurrent policy (no previous-action input, separate critic LSTM) trains too."""
-    env = cartpole()
-    kwargs = {"lstm_hidden_size": 8}
-    model = Reinforce(RecurrentActorCriticPolicy, env, num_samples=2, max_steps=15, seed=0, policy_kwargs=kwargs)
-    batch = collect_episode_batch(env, model.policy, 2, max_steps=15, base_seed=1)
-    assert batch is not None
-    with th.no_grad():
-        log_prob, _ = model._evaluate_batch(batch)
-    valid = batch.mask > 0
-    np.testing.assert_allclose(log_prob.numpy()[valid], batch.log_probs[valid], atol=1e-5, rtol=0)
-    model.learn(40)
-    assert np.isfinite(model.logger.name_to_value["train/loss"])
-
-
 def test_box_actions_with_both_policies():
     env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
-    for policy in ["MlpPolicy", "MlpLstmPolicy"]:
-        model = Reinforce(policy, env, num_samples=2, max_steps=10, seed=0)
+    for algo, policy in [(Reinforce, "MlpPolicy"), (RecurrentReinforce, "MlpPrevActionLstmPolicy")]:
+        model = algo(policy, env, num_samples=2, max_steps=10, seed=0)
         callback = Recorder()
         model.learn(40, callback=callback)
         batch = callback.batches[0]
@@ -437,7 +434,7 @@ def test_callback_can_stop_training():
 
 def test_rollout_logs_count_only_the_batch_episodes():
     env = copy_vec()
-    model = Reinforce("MlpLstmPolicy", env, num_samples=2, seed=0, policy_kwargs={"lstm_hidden_size": 8})
+    model = RecurrentReinforce("MlpPrevActionLstmPolicy", env, num_samples=2, seed=0, policy_kwargs={"lstm_hidden_size": 8})
     callback = Recorder()
     model.learn(30, callback=callback)
     assert len(model.ep_info_buffer) == sum(int(batch.ended.sum()) for batch in callback.batches)
@@ -447,7 +444,7 @@ def test_episode_statistics_in_env_order_not_end_order():
     # the episodes of a batch end at different steps; the statistics list them by env, so that the most
     # recent ones are not just the longest
     env = copy_vec()
-    model = Reinforce("MlpLstmPolicy", env, num_samples=2, seed=0, policy_kwargs={"lstm_hidden_size": 8})
+    model = RecurrentReinforce("MlpPrevActionLstmPolicy", env, num_samples=2, seed=0, policy_kwargs={"lstm_hidden_size": 8})
     callback = Recorder()
     model.learn(1, callback=callback)
     batch = callback.batches[-1]
@@ -501,7 +498,7 @@ def test_base_algorithm_without_rollout_buffer(algo):
     for name in ("rollout_buffer", "n_steps", "gae_lambda", "vf_coef", "tau"):
         assert not hasattr(model, name), name
     assert model.gamma == 1.0  # SB3 code and callbacks read it: the episodes' returns are undiscounted by default
-    assert {"MlpPolicy", "CnnPolicy", "MlpLstmPolicy", "CnnLstmPolicy"} <= set(algo.policy_aliases)
+    assert set(algo.policy_aliases) == {"MlpPolicy", "CnnPolicy", "MultiInputPolicy"}
 
 
 def test_urex_repeats_reinforce_s_signature_with_its_own_ent_coef():
@@ -891,7 +888,7 @@ def test_unseedable_env_with_two_first_observations_always_falls_back(n_envs):
 
 def test_group_sync_error_of_a_seedable_env_is_still_raised():
     # The stronger probe must not hide groups that really drift apart on an env whose reset honours the seed.
-    from sb3_pcl.common.episodes import GroupSyncError
+    from sb3_pcl.reinforce.episodes import GroupSyncError
 
     class Drifting(gym.Env):
         observation_space = spaces.Box(0.0, 100.0, shape=(1,), dtype=np.float32)
@@ -929,8 +926,10 @@ class MatrixActionEnv(gym.Env):
         return self.np_random.uniform(-1, 1, size=3).astype(np.float32), -float(np.sum(action**2)), self._t >= 4, False, {}
 
 
-@pytest.mark.parametrize("policy", ["MlpPolicy", "MlpLstmPolicy"])
-@pytest.mark.parametrize("algo", ALGOS)
+@pytest.mark.parametrize(
+    ("algo", "policy"),
+    [(algo, "MlpPolicy") for algo in ALGOS] + [(algo, "MlpPrevActionLstmPolicy") for algo in RECURRENT_ALGOS],
+)
 def test_matrix_box_actions_learn_and_predict(algo, policy):
     model = algo(policy, DummyVecEnv([MatrixActionEnv] * 2), seed=0)
     model.learn(40)

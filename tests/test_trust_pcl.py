@@ -19,7 +19,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from test_consistency import ref_consistency
 
-from sb3_pcl.common.hyperparams import hyperparams_dir, load_hyperparams
+from sb3_pcl.hyperparams_files import hyperparams_dir, load_hyperparams
 from sb3_pcl.pcl import PCL
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.trust_pcl import trust_pcl as trust_pcl_module

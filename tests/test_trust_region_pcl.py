@@ -14,8 +14,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 
 from sb3_pcl import PCL, TrustPCL
-from sb3_pcl.common.consistency import pcl_policy_loss, value_targets
 from sb3_pcl.common.statistics import state_kl
+from sb3_pcl.pcl.consistency import pcl_policy_loss, value_targets
 from sb3_pcl.pcl.trust_region import (
     TrustRegion,
     backtracking_line_search,
@@ -299,7 +299,7 @@ def test_ridge_regression_matches_numpy():
 
 
 def test_squared_consistency_objective_gradient_is_the_clipped_residual():
-    from sb3_pcl.common.consistency import path_consistency
+    from sb3_pcl.pcl.consistency import path_consistency
 
     rng = np.random.default_rng(0)
     rewards = th.tensor(rng.normal(size=(6, 2)))

@@ -16,7 +16,7 @@ from gymnasium import spaces
 from pcl_testing import FAST
 
 from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
-from sb3_pcl.common.consistency import pcl_value_loss
+from sb3_pcl.pcl.consistency import pcl_value_loss
 from sb3_pcl.pcl.policies import UnifiedPolicy, UnifiedValue
 from sb3_pcl.recurrent_pcl.policies import UnifiedLstmPolicy
 

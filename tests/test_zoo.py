@@ -25,7 +25,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 import sb3_pcl
-from sb3_pcl.common.hyperparams import hyperparams_dir
+from sb3_pcl.hyperparams_files import hyperparams_dir
 from sb3_pcl.zoo import CONVERTERS, SAMPLERS, default_conf_file, register_algorithms
 from sb3_pcl.zoo.train import with_default_conf_file, with_default_threads
 
@@ -72,9 +72,9 @@ def conf_args(algo: str, tmp_path: Path) -> list[str]:
 
 
 def default_policy(algo: str) -> str:
-    """:return: ``"MlpPolicy"``, or ``"MlpLstmPolicy"`` for the recurrent algorithms that take no other"""
+    """:return: ``"MlpPolicy"``, or ``"MlpPrevActionLstmPolicy"`` for the recurrent algorithms that take no other"""
     aliases = sb3_pcl.ALGOS[algo].policy_aliases
-    return "MlpPolicy" if "MlpPolicy" in aliases else "MlpLstmPolicy"
+    return "MlpPolicy" if "MlpPolicy" in aliases else "MlpPrevActionLstmPolicy"
 
 
 def accepts(algo_class: type, name: str) -> bool:
@@ -279,7 +279,7 @@ def test_non_editable_install_uses_packaged_yaml(tmp_path: Path) -> None:
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    probe = "import sb3_pcl.common.hyperparams as h; print(h.hyperparams_dir())"
+    probe = "import sb3_pcl.hyperparams_files as h; print(h.hyperparams_dir())"
     packaged = subprocess.run([python, "-c", probe], cwd=elsewhere, capture_output=True, text=True, check=True).stdout.strip()
     assert Path(packaged).is_relative_to(venv) and Path(packaged).parts[-2:] == ("sb3_pcl", "hyperparams")
     assert (Path(packaged) / "pcl.yml").read_text() == (REPO / "hyperparams" / "pcl.yml").read_text()

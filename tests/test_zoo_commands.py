@@ -1,15 +1,15 @@
 """
 rl-zoo3's other commands through ``python -m sb3_pcl.zoo``: record_video, record_training, push_to_hub (the Hub API
-stubbed: no network), the plots, and the message when the zoo extra is missing.
+stubbed, or an endpoint that refuses the connection), the plots, and the message when the zoo extra is missing.
 """
 
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -18,9 +18,7 @@ import yaml
 from stable_baselines3.common.callbacks import EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 
-import sb3_pcl
 from sb3_pcl import PCL
-from sb3_pcl.zoo import push_to_hub
 from sb3_pcl.zoo.__main__ import COMMANDS
 from sb3_pcl.zoo.__main__ import main as zoo_main
 from sb3_pcl.zoo.record_training import models_to_record
@@ -112,80 +110,98 @@ def test_record_training_fails_clearly_without_a_run(tmp_path, monkeypatch):
         zoo_main(["record_training", "--algo", "pcl", "--env", ENV_ID, "-f", "logs", "--exp-id", "3"])
 
 
-class FakeHfApi:
-    """The Hub API calls of push_to_hub, recorded; ``upload_folder`` keeps a copy of what would be uploaded."""
+@pytest.fixture(scope="module")
+def hub() -> ModuleType:
+    """:return: ``sb3_pcl.zoo.push_to_hub`` (skips without huggingface_sb3)"""
+    pytest.importorskip("huggingface_sb3", reason="push_to_hub needs huggingface_sb3 (from rl-zoo3; the hub extra pins it)")
+    from sb3_pcl.zoo import push_to_hub
+
+    return push_to_hub
+
+
+@pytest.fixture
+def hub_calls(monkeypatch) -> list[tuple[str, dict[str, Any]]]:
+    """:return: the Hub API calls of push_to_hub, recorded by stubs of the three that use the network"""
+    from huggingface_hub import HfApi
 
     calls: list[tuple[str, dict[str, Any]]] = []
-    uploads: Path
-
-    def __init__(self, token: str | None = None):
-        self.calls.append(("init", {"token": token}))
 
     def create_repo(self, **kwargs: Any) -> str:
-        self.calls.append(("create_repo", kwargs))
+        calls.append(("create_repo", kwargs))
         return f"https://huggingface.co/{kwargs['repo_id']}"
 
     def snapshot_download(self, repo_id: str, local_dir: Path) -> None:
-        self.calls.append(("snapshot_download", {"repo_id": repo_id}))
+        calls.append(("snapshot_download", {"repo_id": repo_id}))
         Path(local_dir).mkdir(parents=True, exist_ok=True)
 
-    def upload_folder(self, repo_id: str, folder_path: Path, commit_message: str) -> None:
-        self.calls.append(("upload_folder", {"repo_id": repo_id, "commit_message": commit_message}))
-        shutil.copytree(folder_path, self.uploads)
+    def upload_folder(self, **kwargs: Any) -> None:
+        calls.append(("upload_folder", kwargs))
+
+    for stub in (create_repo, snapshot_download, upload_folder):
+        monkeypatch.setattr(HfApi, stub.__name__, stub)
+    return calls
 
 
-def test_push_to_hub_uploads_a_model_card_that_names_sb3_pcl_and_the_class(zoo_run, tmp_path, monkeypatch):
-    FakeHfApi.calls, FakeHfApi.uploads = [], tmp_path / "uploaded"
-    monkeypatch.setattr(push_to_hub, "HfApi", FakeHfApi)
+def test_push_to_hub_packages_the_run_with_our_model_card(hub, hub_calls, zoo_run, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(hub.shutil, "which", lambda command: None)  # as on a machine without ffmpeg: no replay video
     monkeypatch.chdir(zoo_run)
-    args = ["--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-orga", "someone", "--no-render", "--n-eval-episodes", "2"]
-    url = push_to_hub.main([*args, "--local-repo-path", str(tmp_path / "hub"), "-m", "first"])
+    args = ["--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-orga", "someone", "--n-eval-episodes", "2"]
+    url = hub.main([*args, "--local-repo-path", str(tmp_path / "hub"), "-m", "first"])
     assert url == "https://huggingface.co/someone/pcl-CartPole-v1"
-    assert [name for name, _ in FakeHfApi.calls] == ["init", "create_repo", "snapshot_download", "upload_folder"]
-    assert FakeHfApi.calls[-1][1] == {"repo_id": "someone/pcl-CartPole-v1", "commit_message": "first"}
-    uploaded = FakeHfApi.uploads
+    assert "no replay video: ffmpeg, which encodes it, is not on PATH" in capsys.readouterr().out
+    assert [name for name, _ in hub_calls] == ["create_repo", "snapshot_download", "upload_folder"]
+    upload = hub_calls[-1][1]
+    assert upload["repo_id"] == "someone/pcl-CartPole-v1" and upload["commit_message"] == "first"
+    uploaded = Path(upload["folder_path"])
+    assert uploaded == tmp_path / "hub" / "pcl-CartPole-v1"
+    names = {path.name for path in uploaded.iterdir()}
+    expected = {"pcl-CartPole-v1.zip", "pcl-CartPole-v1", "README.md", "results.json", "train_eval_metrics.zip"}
+    assert expected | {"config.yml", "args.yml", "env_kwargs.yml", ".gitattributes"} <= names
+    assert "replay.mp4" not in names
     card = (uploaded / "README.md").read_text()
     # sb3_pcl is on no index: the card installs it from the metadata's source URL, never with a bare `pip install sb3-pcl`
-    source = push_to_hub.SOURCE
-    assert source.startswith("https://") and f"git clone {source} && " in card and "[zoo]" in card
-    assert "pip install sb3-pcl" not in card and "pypi.org" not in card
+    source = hub.SOURCE
+    assert source.startswith("https://") and f"git clone {source} && " in card and '[hub]"' in card
+    assert "pip install sb3-pcl" not in card and "pypi.org" not in card and "pip install rl_zoo3" not in card
     assert "from sb3_pcl import PCL" in card and "PCL.load(checkpoint)" in card
     assert 'load_from_hub("someone/pcl-CartPole-v1", "pcl-CartPole-v1.zip")' in card and "TRUST_REMOTE_CODE=True" in card
     assert "python -m sb3_pcl.zoo enjoy --algo pcl" in card and "rl_zoo3.enjoy" not in card
     metadata = yaml.safe_load(card.split("---")[1])
     assert metadata["library_name"] == "stable-baselines3" and "sb3_pcl" in metadata["tags"]
+    assert metadata["model-index"][0]["name"] == "PCL"
     results = json.loads((uploaded / "results.json").read_text())
-    assert results["n_eval_episodes"] == 2 and results["sb3_pcl_version"] == sb3_pcl.__version__
+    assert results["n_eval_episodes"] == 2 and results["is_deterministic"] is True
     assert f"{results['mean_reward']:.2f}" in card
-    assert {"config.yml", "args.yml", "env_kwargs.yml", "train_eval_metrics.zip"} <= {p.name for p in uploaded.iterdir()}
     model = PCL.load(uploaded / "pcl-CartPole-v1.zip")  # what the card tells users to run
     assert model.observation_space.shape == (4,)
+    assert hub.zoo_push.generate_model_card.__module__ == "rl_zoo3.push_to_hub", "rl-zoo3's card is put back"
 
 
-class UnreachableHfApi(FakeHfApi):
-    """The Hub API without a network: the first call fails as huggingface_hub's HTTP client fails."""
+def test_push_to_hub_to_a_hub_it_cannot_reach_fails_fast_with_one_line(hub, zoo_run, tmp_path, monkeypatch):
+    from huggingface_hub import constants
 
-    def create_repo(self, **kwargs: Any) -> str:
-        raise OSError(-2, "Name or service not known") from socket.gaierror(-2, "Name or service not known")
-
-
-def test_push_to_hub_without_network_ends_with_one_line(zoo_run, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(push_to_hub, "HfApi", UnreachableHfApi)
+    endpoint = "http://127.0.0.1:9"  # a real connection, refused (discard port): the same path as without a network
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
     monkeypatch.chdir(zoo_run)
-    args = ["--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-orga", "someone", "--no-render", "--n-eval-episodes", "1"]
+    args = ["--algo", "pcl", "--env", ENV_ID, "-f", "logs", "-orga", "someone", "--no-render"]
     with pytest.raises(SystemExit) as exit_:
-        push_to_hub.main([*args, "--local-repo-path", str(tmp_path / "hub")])
+        hub.main([*args, "--local-repo-path", str(tmp_path / "hub")])
     message = str(exit_.value.code)
-    assert message.startswith("push_to_hub: the Hugging Face Hub could not be reached") and "\n" not in message
-    assert "Name or service not known" in message
+    assert message.startswith(f"push_to_hub: the Hugging Face Hub at {endpoint} could not be reached") and "\n" not in message
+    assert "ConnectError" in message
+    assert not (tmp_path / "hub").exists(), "the first request failed: nothing was evaluated or written"
     # other failures keep their traceback: they are bugs or bad input, not the network
-    assert push_to_hub.hub_error(ValueError("bad")) is None
+    assert hub.hub_error(ValueError("bad")) is None
 
 
-def test_push_to_hub_refuses_algorithms_that_are_not_ours(zoo_run, capsys):
+def test_push_to_hub_refuses_algorithms_that_are_not_ours_and_bad_repository_ids(hub, capsys):
     with pytest.raises(SystemExit):
-        push_to_hub.main(["--algo", "ppo", "--env", ENV_ID, "-f", "logs", "-orga", "someone"])
+        hub.main(["--algo", "ppo", "--env", ENV_ID, "-f", "logs", "-orga", "someone"])
     assert "invalid choice: 'ppo'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="repo_id must be <organization>/<repository>, got 'pcl-CartPole-v1'"):
+        hub.package_to_hub(None, "pcl", ENV_ID, Path("logs"), {}, {}, None, "pcl-CartPole-v1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="algo must be one of sb3_pcl's algorithms"):
+        hub.package_to_hub(None, "ppo", ENV_ID, Path("logs"), {}, {}, None, "someone/x")  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -1,1 +1,1 @@
-"""Pieces shared by the algorithms: the consistency equations and the path replay."""
+"""Pieces that two or more algorithms share: the path replay, the recurrent policies, demonstrations, checks."""

@@ -1,7 +1,6 @@
 """
-The former home of the path replay, kept so that ``from sb3_pcl.common.buffers import PathReplayBuffer`` and buffers
-pickled before :mod:`sb3_pcl.common.path_buffer` existed (they name ``sb3_pcl.common.buffers.PathReplayBuffer``,
-``Path`` and ``PathIndex``) keep working. New code imports from :mod:`sb3_pcl.common.path_buffer`.
+The former home of the path replay, kept so that ``from sb3_pcl.common.buffers import PathReplayBuffer`` keeps
+working. New code imports from :mod:`sb3_pcl.common.path_buffer`.
 """
 
 from sb3_pcl.common.path_buffer import *  # noqa: F403 (every public name of the package)

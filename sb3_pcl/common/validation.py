@@ -5,6 +5,8 @@ entering storage, env outputs entering the policy, and the finiteness of every u
 
 import math
 import os
+import sys
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -312,20 +314,40 @@ def check_policy_observation_space(algorithm: str, policy_class: type, observati
 def check_policy_class(algorithm: str, policy_class: type, policy_aliases: dict[str, type]) -> None:
     """
     Refuse a recurrent policy (an sb3-contrib ``RecurrentActorCriticPolicy``) for an algorithm none of whose named
-    policies is recurrent: PCL and Trust-PCL have their recurrent variants, RecurrentPCL and RecurrentTrustPCL.
+    policies is recurrent: each has its recurrent variant (:data:`RECURRENT_VARIANTS`).
 
     :param algorithm: the algorithm's name, for the message
     :param policy_class: the policy class the model builds
     :param policy_aliases: the algorithm's named policies
-    :raises ValueError: naming the policy and the algorithms to use instead
+    :raises ValueError: naming the policy and the algorithm to use instead
     """
     recurrent = isinstance(policy_class, type) and issubclass(policy_class, RecurrentActorCriticPolicy)
     if recurrent and not any(issubclass(alias, RecurrentActorCriticPolicy) for alias in policy_aliases.values()):
-        raise ValueError(f"{policy_class.__name__} is a recurrent policy: {RECURRENT_HINT}")
+        raise ValueError(f"{policy_class.__name__} is a recurrent policy: {recurrent_hint(algorithm)}")
 
 
-#: where the recurrent policies are, for the algorithms that take none
-RECURRENT_HINT = "use sb3_pcl.RecurrentPCL or RecurrentTrustPCL"
+#: the recurrent variant of each feed-forward algorithm (as sb3-contrib splits PPO / RecurrentPPO)
+RECURRENT_VARIANTS = {
+    "PCL": "RecurrentPCL",
+    "TrustPCL": "RecurrentTrustPCL",
+    "Reinforce": "RecurrentReinforce",
+    "UREX": "RecurrentUREX",
+}
+
+#: the names under which the algorithms took our LSTM policies before these had their own (sb3-contrib's names for
+#: its ``RecurrentActorCriticPolicy``): accepted, with a ``DeprecationWarning``, where the class has the new name
+FORMER_LSTM_NAMES = {"MlpLstmPolicy": "MlpPrevActionLstmPolicy", "CnnLstmPolicy": "CnnPrevActionLstmPolicy"}
+
+
+def recurrent_hint(algorithm: str) -> str:
+    """:return: what to use instead of a recurrent policy with the feed-forward class ``algorithm``"""
+    variant = RECURRENT_VARIANTS.get(algorithm)
+    if variant is None:
+        return f"use the recurrent variant of the algorithm ({', '.join(RECURRENT_VARIANTS.values())})"
+    return (
+        f"use sb3_pcl.{variant}('MlpPrevActionLstmPolicy', env) (or 'CnnPrevActionLstmPolicy'), and {variant}.load "
+        "for a model saved with a recurrent policy"
+    )
 
 
 def _non_finite_tensors(value: Any, name: str) -> list[str]:
@@ -405,23 +427,45 @@ class ObservationSpaceChecks(ModelFileChecks):
         return super()._wrap_env(env, verbose, monitor_wrapper)  # type: ignore[misc]
 
     def _get_policy_from_name(self, policy_name: str) -> Any:
-        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none."""
-        check_policy_name(type(self).__name__, policy_name, self.policy_aliases)  # type: ignore[attr-defined]
+        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none
+        (a former LSTM policy name resolves with a ``DeprecationWarning``: :func:`resolve_policy_name`)."""
+        policy_name = resolve_policy_name(type(self).__name__, policy_name, self.policy_aliases)  # type: ignore[attr-defined]
         return super()._get_policy_from_name(policy_name)  # type: ignore[misc]
 
 
-def check_policy_name(algorithm: str, policy_name: str, policy_aliases: dict[str, Any]) -> None:
+def _outside_libraries() -> int:
+    """:return: the ``stacklevel`` of the caller's first frame outside sb3_pcl and SB3 (the user's code, where Python
+    shows a ``DeprecationWarning``)"""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(("sb3_pcl.", "stable_baselines3.")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def resolve_policy_name(algorithm: str, policy_name: str, policy_aliases: dict[str, Any]) -> str:
     """
     :param algorithm: the algorithm's class name
     :param policy_name: the policy name passed to it
     :param policy_aliases: its policy names
+    :return: the name to look up in ``policy_aliases``: ``policy_name``, or the current name of a former one
+        (:data:`FORMER_LSTM_NAMES`, with a ``DeprecationWarning``)
     :raises ValueError: for a recurrent policy or ``MultiInputPolicy`` name the class has not (SB3's own lookup then
         reports any other unknown name)
     """
+    current = FORMER_LSTM_NAMES.get(policy_name)
+    if current is not None and current in policy_aliases:
+        warnings.warn(
+            f"The policy name {policy_name!r} is deprecated for {algorithm} and will be removed in the next release: "
+            f"use {current!r} (sb3-contrib's {policy_name} is another policy)",
+            DeprecationWarning,
+            stacklevel=_outside_libraries(),
+        )
+        return current
     if policy_name.endswith("LstmPolicy") and policy_name not in policy_aliases:
-        raise ValueError(f"{policy_name} is a recurrent policy: {RECURRENT_HINT}")
+        raise ValueError(f"{policy_name} is a recurrent policy: {recurrent_hint(algorithm)}")
     if policy_name == "MultiInputPolicy" and policy_name not in policy_aliases:
         raise ValueError(
             f"{algorithm} has no MultiInputPolicy (it does not support Dict observation spaces): use PCL, "
             f"TrustPCL, Reinforce or UREX with MultiInputPolicy, or {FLATTEN_HINT}"
         )
+    return policy_name

@@ -8,13 +8,13 @@ in one list and all envs were promoted together. :class:`SharedCurriculum` resto
 processes too (``SubprocVecEnv``): it reads each finished episode's ``info["shortfall"]``, keeps one list
 of the last ``last`` shortfalls for the whole VecEnv and pushes every promotion to all envs.
 
-Algorithms that reset groups of envs with identical seeds (:class:`~sb3_pcl.reinforce.Reinforce`,
-:class:`~sb3_pcl.urex.UREX`) need it: per-instance curricula drift apart, and the copies of a group then
+Algorithms that reset groups of envs with identical seeds (:class:`~sb3_pcl.Reinforce`, :class:`~sb3_pcl.UREX` and
+their recurrent variants) need it: per-instance curricula drift apart, and the copies of a group then
 draw inputs of different lengths from the same seed. Wrap their VecEnv yourself (the algorithms never import
 this package)::
 
     venv = SharedCurriculum(make_vec_env("sb3_pcl/Copy-v0", n_envs=400), first_episode_only=True)
-    model = UREX("MlpLstmPolicy", venv, num_samples=10)
+    model = RecurrentUREX("MlpPrevActionLstmPolicy", venv, num_samples=10)
     model.learn(5_000_000, callback=CurriculumLogCallback())  # logs rollout/min_length
 
 In an rl-zoo3 YAML file: ``vec_env_wrapper: [{sb3_pcl.envs.SharedCurriculum: {first_episode_only: true}}]`` and

@@ -17,13 +17,6 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Rollout
 from stable_baselines3.common.utils import FloatSchedule, polyak_update
 
 from sb3_pcl.common.actions import no_distribution_checks, to_env_actions
-from sb3_pcl.common.consistency import (
-    Consistency,
-    path_consistency,
-    pcl_policy_loss,
-    pcl_value_loss,
-    value_targets,
-)
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
 from sb3_pcl.common.dict_obs import cat_obs, map_obs, merge_leading
 from sb3_pcl.common.path_buffer import (
@@ -44,15 +37,22 @@ from sb3_pcl.common.validation import (
     check_finite_update,
     check_observation_space,
     check_policy_class,
-    check_policy_name,
     check_policy_observation_space,
     check_saved_by,
     check_zero_based,
     is_real,
     model_file_description,
+    resolve_policy_name,
 )
 from sb3_pcl.pcl import value_fits
 from sb3_pcl.pcl.actor import PCLActor
+from sb3_pcl.pcl.consistency import (
+    Consistency,
+    path_consistency,
+    pcl_policy_loss,
+    pcl_value_loss,
+    value_targets,
+)
 from sb3_pcl.pcl.hyperparameters import build_update_options, check_hyperparameters
 from sb3_pcl.pcl.policies import (
     CnnPolicy,
@@ -88,7 +88,7 @@ class PCL(OffPolicyAlgorithm):
     any path, on-policy or not (``ent_coef`` is the paper's ``tau``). SB3's
     :class:`~stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm` collects the steps; PCL adds an
     episode-aware replay (:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer`) whose time-major path segments feed
-    the consistency loss (:mod:`sb3_pcl.common.consistency`), and a lagged target network. By default the value is
+    the consistency loss (:mod:`sb3_pcl.pcl.consistency`), and a lagged target network. By default the value is
     fitted jointly with the policy and both move in one step of the policy's optimiser (:meth:`train`); the original
     code's other options, a separate value fit (:meth:`_fit_value`, :mod:`sb3_pcl.pcl.value_fits`) and a trust-region
     step (:meth:`_trust_region_step`, :mod:`sb3_pcl.pcl.trust_region`), are chosen by one argument each. Recurrent
@@ -305,8 +305,9 @@ class PCL(OffPolicyAlgorithm):
         return model
 
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
-        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none."""
-        check_policy_name(type(self).__name__, policy_name, self.policy_aliases)
+        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none
+        (a former LSTM policy name resolves with a ``DeprecationWarning``)."""
+        policy_name = resolve_policy_name(type(self).__name__, policy_name, self.policy_aliases)
         return super()._get_policy_from_name(policy_name)
 
     def _check_hyperparameters(self) -> None:

@@ -28,7 +28,7 @@ from stable_baselines3.common.torch_layers import CombinedExtractor
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
-from sb3_pcl.common.consistency import soft_value
+from sb3_pcl.pcl.consistency import soft_value
 
 CnnPolicy = ActorCriticCnnPolicy
 MultiInputPolicy = MultiInputActorCriticPolicy
@@ -156,7 +156,7 @@ class UnifiedValue(ActorCriticPolicy):
 
     The action logits give both ``pi`` (a categorical, or a product of categoricals for ``MultiDiscrete``) and
     the soft value ``V(s) = temperature * sum_k logsumexp(logits_k)``
-    (:func:`~sb3_pcl.common.consistency.soft_value`). The value MLP and head that :class:`ActorCriticPolicy`
+    (:func:`~sb3_pcl.pcl.consistency.soft_value`). The value MLP and head that :class:`ActorCriticPolicy`
     builds are never used (they get no gradient). ``temperature`` is a plain float, stored in the ``state_dict``
     (extra state) and among the constructor parameters; PCL sets it to ``tau + relative_entropy_coef`` at every
     training iteration.

@@ -27,8 +27,8 @@ from typing import Any, ClassVar, NamedTuple
 import torch as th
 from sb3_contrib.common.utils import conjugate_gradient_solver, flat_grad
 
-from sb3_pcl.common.consistency import Consistency
 from sb3_pcl.common.validation import check, is_int, is_real
+from sb3_pcl.pcl.consistency import Consistency
 
 TRUST_REGION_LOSSES = ("consistency", "surrogate")
 
@@ -99,10 +99,10 @@ def squared_consistency_objective(consistency: Consistency, clip_adv: float | No
     ``h(C) = C^2 / 2``, or with ``clip_adv`` the Huber function of threshold ``clip_adv``
     (``C^2 / 2`` inside ``[-clip_adv, clip_adv]``, linear outside), whose derivative is the clipped
     ``C`` the surrogate losses use as their weight. Over the policy parameters its gradient is
-    ``(tau + lambda)`` times the gradient of :func:`~sb3_pcl.common.consistency.pcl_policy_loss`
+    ``(tau + lambda)`` times the gradient of :func:`~sb3_pcl.pcl.consistency.pcl_policy_loss`
     (``C`` depends on the policy only through ``-(tau + lambda) sum_i gamma^i log pi``).
 
-    :param consistency: output of :func:`~sb3_pcl.common.consistency.path_consistency`
+    :param consistency: output of :func:`~sb3_pcl.pcl.consistency.path_consistency`
     :param clip_adv: Huber threshold, ``None`` or 0 for the plain square
     :return: scalar, differentiable in everything ``C`` depends on
     """

@@ -4,9 +4,9 @@ from typing import Any
 
 import torch as th
 
-from sb3_pcl.common.consistency import Consistency, consistency_loss, value_targets
 from sb3_pcl.common.path_buffer import PathBatch
 from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean
+from sb3_pcl.pcl.consistency import Consistency, consistency_loss, value_targets
 
 
 def update_statistics(

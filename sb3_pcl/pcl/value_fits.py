@@ -4,7 +4,7 @@ How PCL fits its value function separately, after each policy step (the original
 The default, ``value_fit="joint"``, fits the value with the policy: the value surrogate is added to the policy loss with
 weight ``vf_coef`` and both move in one optimiser step (the PCL paper), in :meth:`sb3_pcl.PCL.train` itself. The
 other fits regress the value, after the policy step, toward ``y_t = mix * (V(s_t) + C(t)) + (1 - mix) * V_old(s_t)``
-on the batch's valid steps (``V(s_t) + C(t)`` is :func:`~sb3_pcl.common.consistency.value_targets`;
+on the batch's valid steps (``V(s_t) + C(t)`` is :func:`~sb3_pcl.pcl.consistency.value_targets`;
 :meth:`sb3_pcl.PCL._fit_value` computes ``y`` and calls one of the functions below). Their settings,
 ``value_fit_kwargs``, are checked by the classes of :data:`VALUE_FITS`:
 

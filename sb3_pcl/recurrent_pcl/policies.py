@@ -1,11 +1,11 @@
 """
 Policies of RecurrentPCL and RecurrentTrustPCL.
 
-``MlpLstmPolicy`` is the recurrent policy of the original code,
+``MlpPrevActionLstmPolicy`` is the recurrent policy of the original code,
 :class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy` (an LSTM fed with the observation and the previous
-action, linear action and value heads on its output; not sb3-contrib's ``MlpLstmPolicy``), ``CnnLstmPolicy`` the same
-reading images (``CnnPrevActionLstmPolicy``); ``UnifiedMlpLstmPolicy`` is its Unified PCL variant, whose value is the
-soft value of its action logits.
+action, linear action and value heads on its output; not sb3-contrib's ``MlpLstmPolicy``, whose LSTM reads the
+observation only), ``CnnPrevActionLstmPolicy`` the same reading images; ``UnifiedMlpLstmPolicy`` is its Unified PCL
+variant, whose value is the soft value of its action logits.
 """
 
 from typing import Any
@@ -42,8 +42,6 @@ class UnifiedLstmPolicy(UnifiedValue, MlpPrevActionLstmPolicy):
         return self.unified_heads(self.action_net(self.mlp_extractor.forward_actor(latent)))
 
 
-MlpLstmPolicy = MlpPrevActionLstmPolicy
-CnnLstmPolicy = CnnPrevActionLstmPolicy
 UnifiedMlpLstmPolicy = UnifiedLstmPolicy
 
-__all__ = ["CnnLstmPolicy", "MlpLstmPolicy", "UnifiedLstmPolicy", "UnifiedMlpLstmPolicy"]
+__all__ = ["CnnPrevActionLstmPolicy", "MlpPrevActionLstmPolicy", "UnifiedLstmPolicy", "UnifiedMlpLstmPolicy"]

@@ -21,7 +21,7 @@ from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 from sb3_pcl.common.statistics import masked_mean, state_kl
 from sb3_pcl.pcl.pcl import PCL
-from sb3_pcl.recurrent_pcl.policies import CnnLstmPolicy, MlpLstmPolicy, UnifiedMlpLstmPolicy
+from sb3_pcl.recurrent_pcl.policies import CnnPrevActionLstmPolicy, MlpPrevActionLstmPolicy, UnifiedMlpLstmPolicy
 from sb3_pcl.trust_pcl.trust_pcl import TrustPCL
 
 SelfRecurrentPCL = TypeVar("SelfRecurrentPCL", bound="RecurrentPCL")
@@ -30,8 +30,10 @@ SelfRecurrentTrustPCL = TypeVar("SelfRecurrentTrustPCL", bound="RecurrentTrustPC
 
 class RecurrentPCL(PCL):
     """
-    PCL with a recurrent policy: ``MlpLstmPolicy`` (an LSTM fed with the observation and the previous action) or
-    ``UnifiedMlpLstmPolicy`` (its Unified PCL variant).
+    PCL with a recurrent policy: ``MlpPrevActionLstmPolicy`` (an LSTM fed with the observation and the previous
+    action), ``CnnPrevActionLstmPolicy`` (the same after SB3's ``NatureCNN``) or ``UnifiedMlpLstmPolicy`` (its Unified
+    PCL variant). The former names ``MlpLstmPolicy`` / ``CnnLstmPolicy`` work, with a ``DeprecationWarning``, for one
+    release.
 
     The acting policy carries its LSTM state per env during collection (reset at episode starts); training replays
     each sampled segment's path from its first step, so the replay keeps whole path histories
@@ -42,22 +44,22 @@ class RecurrentPCL(PCL):
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
-        "MlpLstmPolicy": MlpLstmPolicy,
-        "CnnLstmPolicy": CnnLstmPolicy,
+        "MlpPrevActionLstmPolicy": MlpPrevActionLstmPolicy,
+        "CnnPrevActionLstmPolicy": CnnPrevActionLstmPolicy,
         "UnifiedMlpLstmPolicy": UnifiedMlpLstmPolicy,
     }
     supports_dict_observations = False
-    policy: MlpLstmPolicy  # type: ignore[assignment]
-    policy_target: MlpLstmPolicy  # type: ignore[assignment]
+    policy: MlpPrevActionLstmPolicy  # type: ignore[assignment]
+    policy_target: MlpPrevActionLstmPolicy  # type: ignore[assignment]
     #: recurrent state ``(h, c, previous action input)`` of the acting policy in each env
     _collection_state: tuple[th.Tensor, ...] | None = None
 
     def _check_hyperparameters(self) -> None:
         name = type(self).__name__
-        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, MlpLstmPolicy)):
+        if not (isinstance(self.policy_class, type) and issubclass(self.policy_class, MlpPrevActionLstmPolicy)):
             raise ValueError(
-                f"{name} supports one recurrent policy, 'MlpLstmPolicy' (sb3_pcl.common.recurrent.MlpPrevActionLstmPolicy, "
-                "not sb3-contrib's policy of that name), and its subclasses; "
+                f"{name} supports one recurrent policy, 'MlpPrevActionLstmPolicy' (sb3_pcl.common.recurrent), and its "
+                "subclasses (not sb3-contrib's MlpLstmPolicy, whose LSTM reads the observation only); "
                 f"got {getattr(self.policy_class, '__name__', self.policy_class)}"
             )
         if self.policy_step != "gradient":
@@ -140,7 +142,7 @@ class RecurrentPCL(PCL):
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
         self._last_episode_starts = np.array(dones, dtype=bool).reshape(-1)
 
-    def _evaluate(self, policy: MlpLstmPolicy, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]:  # type: ignore[override]
+    def _evaluate(self, policy: MlpPrevActionLstmPolicy, batch: PathBatch) -> tuple[th.Tensor, th.Tensor, th.Tensor, Any]:  # type: ignore[override]
         """
         Replay each segment's path from its first step and read the segment's steps.
 
@@ -174,7 +176,7 @@ class RecurrentPCL(PCL):
         final_values = final_values.reshape(n_paths) * (1.0 - batch.terminated)
         return values.reshape(n_steps, n_paths), log_prob, final_values, distribution
 
-    def _log_prob(self, policy: MlpLstmPolicy, batch: PathBatch) -> tuple[th.Tensor, Any]:  # type: ignore[override]
+    def _log_prob(self, policy: MlpPrevActionLstmPolicy, batch: PathBatch) -> tuple[th.Tensor, Any]:  # type: ignore[override]
         """:return: log-probabilities and the action distribution, as :meth:`_evaluate` (the replay reads the values too)"""
         _, log_prob, _, distribution = self._evaluate(policy, batch)
         return log_prob, distribution

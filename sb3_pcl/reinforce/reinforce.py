@@ -11,13 +11,26 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, PyTorchObs, Schedule
 from stable_baselines3.common.utils import FloatSchedule, safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.actions import no_distribution_checks
-from sb3_pcl.common.episode_policy import evaluate_episodes
-from sb3_pcl.common.episodes import (
+from sb3_pcl.common.dict_obs import map_obs
+from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
+from sb3_pcl.common.statistics import on_host
+from sb3_pcl.common.validation import (
+    ObservationSpaceChecks,
+    check,
+    check_budget,
+    check_finite_update,
+    check_policy_class,
+    check_policy_observation_space,
+    check_saved_by,
+    is_int,
+    is_real,
+)
+from sb3_pcl.reinforce.episodes import (
     MAX_SEED,
     EpisodeBatch,
     GroupSyncError,
@@ -28,20 +41,8 @@ from sb3_pcl.common.episodes import (
     check_seeded_resets,
     collect_episode_batch,
 )
-from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
-from sb3_pcl.common.statistics import on_host
-from sb3_pcl.common.validation import (
-    ObservationSpaceChecks,
-    check,
-    check_budget,
-    check_finite_update,
-    check_policy_observation_space,
-    check_saved_by,
-    is_int,
-    is_real,
-)
 from sb3_pcl.reinforce.losses import episode_totals, full_episode_policy_loss, ment_bonus
-from sb3_pcl.reinforce.policies import CnnLstmPolicy, CnnPolicy, MlpLstmPolicy, MlpPolicy, MultiInputPolicy
+from sb3_pcl.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
@@ -73,7 +74,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     (``K``) times from resets with the same seed. When ``K`` divides ``n_envs`` (the fast path), the envs form
     ``n_envs / K`` groups of ``K`` envs that play side by side; otherwise (a single env, e.g. an env id string,
     or ``n_envs`` not a multiple of ``K``) the envs play several passes per batch and the ``K`` copies of a start
-    state are played one after another (:func:`~sb3_pcl.common.episodes.batch_layout`). With ``R`` the total
+    state are played one after another (:func:`~sb3_pcl.reinforce.episodes.batch_layout`). With ``R`` the total
     reward and ``L`` the total log-probability of an episode, the loss is
     ``mean -stopgrad(R + b - mean_K(R + b)) * L`` with the bonus ``b = -ent_coef * L`` (see
     :mod:`sb3_pcl.reinforce.losses`), followed by one Adam step with global-norm gradient clipping.
@@ -82,7 +83,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     :meth:`learn` loop: collect one batch, log every ``log_interval`` batches, train once, until
     ``total_timesteps``. Callbacks see every vectorised step (``update_locals`` / ``on_step``) and the start
     and end of each batch (``on_rollout_start`` / ``on_rollout_end``, with ``locals["batch"]``, the
-    :class:`~sb3_pcl.common.episodes.EpisodeBatch`). ``num_timesteps`` counts every env step, including the
+    :class:`~sb3_pcl.reinforce.episodes.EpisodeBatch`). ``num_timesteps`` counts every env step, including the
     steps envs make after their episode of the batch has ended (they are masked out of the loss).
 
     Envs with a curriculum (the algorithmic tasks of :mod:`sb3_pcl.envs`) need one curriculum for all envs,
@@ -95,9 +96,8 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     ``load`` refuses a file saved by another algorithm class (``UREX.load`` on a ``Reinforce`` file and the
     reverse: a ``ValueError`` naming both) and re-validates the hyperparameters read from the file.
 
-    :param policy: ``MlpPolicy`` (SB3's actor-critic MLP), ``MlpLstmPolicy`` (our
-        :class:`~sb3_pcl.common.recurrent.policies.MlpPrevActionLstmPolicy`, an LSTM with previous-action input; not
-        sb3-contrib's policy of that name), ``CnnPolicy``, ``CnnLstmPolicy``, ``MultiInputPolicy`` or a policy class
+    :param policy: ``MlpPolicy`` (SB3's actor-critic MLP), ``CnnPolicy``, ``MultiInputPolicy`` or a feed-forward
+        policy class (the recurrent policies: :class:`~sb3_pcl.RecurrentReinforce`)
     :param env: an env or VecEnv whose ``reset(seed=...)`` determines the episode, with any number of envs
         (``n_envs`` a multiple of ``num_samples`` is the fast path: each batch is one pass over the envs). The
         rewards and observations must be finite (in float32): others raise a ``ValueError`` naming the env index.
@@ -135,8 +135,6 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
-        "MlpLstmPolicy": MlpLstmPolicy,
-        "CnnLstmPolicy": CnnLstmPolicy,
         "MultiInputPolicy": MultiInputPolicy,
     }
     supports_dict_observations = True
@@ -208,6 +206,7 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
 
     def _check_hyperparameters(self) -> None:
         """Raise a ``ValueError`` naming the first invalid hyperparameter (at construction, and at load: the file's values)."""
+        check_policy_class(type(self).__name__, self.policy_class, self.policy_aliases)
         _check_coefficient("learning_rate", self.learning_rate, positive=False, schedule=True)  # 0: rl-zoo3 enjoy
         check_num_samples(self.num_samples)
         _check_coefficient("ent_coef", self.ent_coef, positive=self._ent_coef_positive, schedule=True)
@@ -351,14 +350,16 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         base_seed = self._draw_base_seed()
         try:
             batch = collect_episode_batch(
-                env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, check_sync=self._synchronized
+                env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, self._synchronized, self._play_step
             )
         except GroupSyncError:  # raised right after a reset, before any step is played
             unseedable = self._unseedable_env_error()
             if unseedable is None:
                 raise  # a seeded env whose groups drifted apart (a curriculum): the message says what to do
             self._desynchronize(unseedable)
-            batch = collect_episode_batch(env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, False)
+            batch = collect_episode_batch(
+                env, self.policy, self.num_samples, self.max_steps, base_seed, on_step, False, self._play_step
+            )
         if batch is None:
             return False
         # The batch's episodes enter the episode statistics in slot (env) order, not in the order they ended: failed
@@ -373,17 +374,44 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         callback.on_rollout_end()
         return True
 
+    def _play_step(self, obs: PyTorchObs, state: Any, episode_starts: np.ndarray) -> tuple[th.Tensor, th.Tensor, Any]:
+        """
+        Sample one action per env at one step of a batch's pass (the caller disables gradients): the feed-forward
+        policy plays each step on its own (:class:`~sb3_pcl.RecurrentReinforce` carries the LSTM state).
+
+        :param obs: the envs' observations, as tensors on the policy's device
+        :param state: what the previous step returned (``None`` at the first step of a pass)
+        :param episode_starts: ``(n_envs,)`` 1.0 where an env starts an episode at this step, else 0.0
+        :return: the sampled actions, their log-probabilities, and the state for the next step (``None``)
+        """
+        actions, _, log_prob = self.policy(obs)
+        return actions, log_prob, None
+
     def _evaluate_batch(self, batch: EpisodeBatch) -> tuple[th.Tensor, th.Tensor]:
         """
-        Log-probabilities and entropies of the batch's actions under the current policy.
+        Log-probabilities and entropies of the batch's actions under the current policy (with gradients): the valid
+        steps, each on its own, in one batch.
 
         :param batch: the episodes
         :return: ``(T, N)`` log-probabilities and entropies (zero on masked steps)
         """
-        log_prob, entropy = evaluate_episodes(self.policy, batch.observations, batch.actions, batch.mask)
-        mask = th.as_tensor(batch.mask, device=self.device) > 0
-        zeros = th.zeros_like(log_prob)
-        return th.where(mask, log_prob, zeros), th.where(mask, entropy, zeros)
+        valid = batch.mask > 0
+        obs = map_obs(lambda value: th.as_tensor(value, device=self.device), batch.observations[valid])
+        actions = th.as_tensor(batch.actions[valid], device=self.device)
+        if isinstance(self.action_space, spaces.Discrete):
+            actions = actions.long().flatten()
+        elif isinstance(self.action_space, spaces.MultiDiscrete):
+            actions = actions.long()
+        elif isinstance(self.action_space, spaces.Box):
+            actions = actions.reshape(len(actions), -1)  # SB3's distributions take flat Box actions
+        _, valid_log_prob, valid_entropy = self.policy.evaluate_actions(obs, actions)  # type: ignore[arg-type]
+        selected = th.as_tensor(valid, device=self.device)
+        log_prob = th.zeros(batch.mask.shape, device=self.device)
+        entropy = th.zeros(batch.mask.shape, device=self.device)
+        log_prob[selected] = valid_log_prob
+        if valid_entropy is not None:
+            entropy[selected] = valid_entropy
+        return log_prob, entropy
 
     # ------------------------------------------------------------------ learning
     def _bonus(self, total_rewards: th.Tensor, total_log_probs: th.Tensor, ent_coef: float) -> th.Tensor:

@@ -1,4 +1,4 @@
-from sb3_pcl.urex.policies import MlpLstmPolicy, MlpPolicy, MultiInputPolicy
+from sb3_pcl.urex.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_pcl.urex.urex import UREX
 
-__all__ = ["UREX", "MlpLstmPolicy", "MlpPolicy", "MultiInputPolicy"]
+__all__ = ["UREX", "CnnPolicy", "MlpPolicy", "MultiInputPolicy"]

@@ -1,5 +1,5 @@
-"""Policies of UREX: the same as Reinforce's (``MlpPolicy``, ``MlpLstmPolicy``, ``MultiInputPolicy``, ...)."""
+"""Policies of UREX: the same as Reinforce's (``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy``)."""
 
-from sb3_pcl.reinforce.policies import MlpLstmPolicy, MlpPolicy, MultiInputPolicy
+from sb3_pcl.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
-__all__ = ["MlpLstmPolicy", "MlpPolicy", "MultiInputPolicy"]
+__all__ = ["CnnPolicy", "MlpPolicy", "MultiInputPolicy"]

@@ -40,7 +40,8 @@ class UREX(Reinforce):
     high relative to their probability. The baseline, loss, data, optimiser, logging and the other arguments are
     Reinforce's; only the default and the allowed values of ``ent_coef`` differ.
 
-    :param policy: ``MlpPolicy``, ``MlpLstmPolicy`` or a policy class
+    :param policy: ``MlpPolicy``, ``CnnPolicy``, ``MultiInputPolicy`` or a feed-forward policy class (the recurrent
+        policies: :class:`~sb3_pcl.RecurrentUREX`)
     :param env: an env or VecEnv (any number of envs; ``n_envs`` a multiple of ``num_samples`` is the fast path)
         whose ``reset(seed=...)`` determines the episode (others train on unsynchronized groups, with a warning; with
         a curriculum: wrapped in :class:`sb3_pcl.envs.SharedCurriculum`, see :class:`~sb3_pcl.Reinforce`)

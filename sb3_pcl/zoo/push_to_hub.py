@@ -1,76 +1,98 @@
 """
-Package a trained model for the Hugging Face Hub: ``python -m sb3_pcl.zoo.push_to_hub --algo pcl --env CartPole-v1
+Package a trained model for the Hugging Face Hub: ``python -m sb3_pcl.zoo push_to_hub --algo pcl --env CartPole-v1
 -f logs -orga <user or organization>``.
 
-The options are those of ``python -m rl_zoo3.push_to_hub``. The repository gets what rl-zoo3 uploads (the model,
-its ``config.yml`` / ``args.yml`` / ``env_kwargs.yml``, VecNormalize statistics, the training and evaluation logs,
-``results.json`` of a fresh evaluation, a replay video unless ``--no-render``) and a model card that says how to
-install sb3_pcl (from its source: it is on no package index) and which class loads the model: rl-zoo3's own card
-tells users to run ``rl_zoo3.enjoy``, which does not know our algorithms. Log in first (``hf auth login``) or pass
-``--token``; without a network the command ends with one line saying so.
+The packaging is rl-zoo3's ``package_to_hub``: it uploads the model (zip and unzipped), ``config.yml`` /
+``args.yml`` / ``env_kwargs.yml``, VecNormalize statistics, the training and evaluation logs
+(``train_eval_metrics.zip``), ``results.json`` of a fresh evaluation and a replay video (unless ``--no-render``, or
+without ffmpeg on ``PATH``, which encodes it). Only
+the model card is ours (:func:`model_card`): rl-zoo3's tells users to ``pip install rl_zoo3`` and run
+``rl_zoo3.enjoy``, which knows none of our algorithms; ours says how to install sb3_pcl from its source (it is on no
+package index) and which class loads the model. Log in first (``hf auth login``, or set ``HF_TOKEN``); a Hub that
+cannot be reached ends the command with one line naming it.
 
-The packaging is ours rather than rl-zoo3's ``package_to_hub`` with our card swapped in: rl-zoo3 2.9.2's
-``rl_zoo3.push_to_hub`` cannot be imported with ``sb3-team-hf-integration`` 3.2, the only release rl-zoo3 accepts that
-is published (it imports ``generate_metadata``, ``_evaluate_agent`` and ``_generate_replay`` from
-``huggingface_sb3.push_to_hub``, which 3.2 no longer has).
+rl-zoo3 brings ``huggingface_sb3`` (the ``zoo`` extra); the ``hub`` extra pins the release this module is tested with.
 """
 
 import argparse
-import json
+import functools
+import importlib
 import os
 import shutil
 import socket
 import sys
-import zipfile
 from collections.abc import Sequence
 from copy import deepcopy
 from pathlib import Path
 from pprint import pformat
 from typing import Any
 
-import numpy as np
 import torch as th
 import yaml
-from huggingface_hub import HfApi
-from huggingface_hub.repocard import metadata_eval_result, metadata_save
+from huggingface_hub import constants
+from huggingface_sb3 import EnvironmentName, ModelName, ModelRepoId
 from rl_zoo3.utils import StoreDict, create_test_env, get_model_path, get_saved_hyperparams
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.utils import set_random_seed
-from stable_baselines3.common.vec_env import VecEnv, VecVideoRecorder, unwrap_vec_normalize
+from stable_baselines3.common.vec_env import VecEnv
 
 import sb3_pcl
 from sb3_pcl.zoo.register import register_algorithms
 
+# rl-zoo3 2.9.2 imports generate_metadata from huggingface_sb3.push_to_hub, which sb3-team-hf-integration 3.2 (the
+# release of huggingface_sb3 it requires) renamed _generate_metadata, returning a ModelCardData instead of a dict: give
+# the module that name back, so that rl_zoo3.push_to_hub can be imported (the attribute of the package of that name is
+# the function push_to_hub, hence import_module)
+_huggingface_push = importlib.import_module("huggingface_sb3.push_to_hub")
+if not hasattr(_huggingface_push, "generate_metadata"):
+
+    def _generate_metadata(model_name: str, env_id: str, mean_reward: float, std_reward: float) -> dict[str, Any]:
+        return _huggingface_push._generate_metadata(model_name, env_id, mean_reward, std_reward).to_dict()
+
+    _huggingface_push.generate_metadata = _generate_metadata  # type: ignore[attr-defined]
+
+import rl_zoo3.push_to_hub as zoo_push  # noqa: E402
+
 #: the top-level modules whose exceptions mean that the Hub could not be reached or refused the request
-NETWORK_MODULES = ("httpx", "httpx2", "requests", "urllib3", "huggingface_hub")
+NETWORK_MODULES = ("httpx", "httpx2", "httpcore", "httpcore2", "requests", "urllib3", "huggingface_hub")
 #: where sb3_pcl's source is published (``Source`` of ``[project.urls]`` in ``pyproject.toml``): the model card installs
 #: sb3_pcl from it, as the package is on no index
 SOURCE = "https://github.com/sb3-pcl/sb3_pcl"
 
 
 def model_card(
-    algo: str, env_id: str, repo_id: str, mean_reward: float, std_reward: float, hyperparams: dict[str, Any], env_kwargs: dict
-) -> str:
+    algo_name: str,
+    algo_class_name: str,
+    organization: str,
+    env_id: str,
+    mean_reward: float,
+    std_reward: float,
+    hyperparams: dict[str, Any],
+    env_kwargs: dict[str, Any],
+    repo_id: str,
+) -> tuple[str, dict[str, Any]]:
     """
-    :param algo: the rl-zoo3 name of the algorithm (a key of :data:`sb3_pcl.ALGOS`)
+    Our model card, in place of rl-zoo3's ``generate_model_card`` (same parameters, plus ``repo_id``).
+
+    :param algo_name: the rl-zoo3 name of the algorithm (a key of :data:`sb3_pcl.ALGOS`)
+    :param algo_class_name: the name of its class
+    :param organization: the Hub user or organization
     :param env_id: the environment ID
-    :param repo_id: ``<organization>/<repository>``
     :param mean_reward: mean evaluation return
     :param std_reward: standard deviation of the evaluation returns
     :param hyperparams: the hyperparameters the model was trained with
     :param env_kwargs: the keyword arguments of the environment
-    :return: the model card (Markdown, without the metadata header)
+    :param repo_id: ``<organization>/<repository>``
+    :return: the model card (Markdown, without the metadata header) and its metadata (rl-zoo3's, tagged ``sb3_pcl``)
     """
-    class_name = sb3_pcl.ALGOS[algo].__name__
-    source = SOURCE
-    checkout = source.rstrip("/").rsplit("/", 1)[-1]
-    organization = repo_id.split("/")[0]
-    filename = f"{algo}-{env_id}.zip"
+    metadata = zoo_push.generate_metadata(algo_class_name, env_id, mean_reward, std_reward)
+    metadata["tags"] = [*metadata["tags"], "sb3_pcl"]
+    checkout = SOURCE.rstrip("/").rsplit("/", 1)[-1]
+    filename = ModelName(algo_name, EnvironmentName(env_id)).filename
     card = f"""
-# **{class_name}** agent playing **{env_id}**
+# **{algo_class_name}** agent playing **{env_id}**
 
-A **{class_name}** agent trained on **{env_id}** with [sb3_pcl]({source}) {sb3_pcl.__version__},
+A **{algo_class_name}** agent trained on **{env_id}** with [sb3_pcl]({SOURCE}) {sb3_pcl.__version__},
 a plugin of the [Stable-Baselines3](https://github.com/DLR-RM/stable-baselines3) library, and the
 [RL Zoo](https://github.com/DLR-RM/rl-baselines3-zoo). Mean evaluation return: {mean_reward:.2f} +/- {std_reward:.2f}.
 
@@ -79,7 +101,7 @@ a plugin of the [Stable-Baselines3](https://github.com/DLR-RM/stable-baselines3)
 sb3_pcl is on no package index: install it from its source.
 
 ```bash
-git clone {source} && pip install torch==2.13.0 && pip install -e "./{checkout}" huggingface_sb3
+git clone {SOURCE} && pip install torch==2.13.0 && pip install -e "./{checkout}[hub]"
 ```
 
 Run it with the environment variable `TRUST_REMOTE_CODE=True`: `huggingface_sb3` refuses to download a model
@@ -88,27 +110,27 @@ without it, as the file holds pickled objects (trust this repository first).
 ```python
 from huggingface_sb3 import load_from_hub
 
-from sb3_pcl import {class_name}
+from sb3_pcl import {algo_class_name}
 
 checkpoint = load_from_hub("{repo_id}", "{filename}")
-model = {class_name}.load(checkpoint)
+model = {algo_class_name}.load(checkpoint)
 ```
 
 ## Usage (with the RL Zoo)
 
-`{class_name}` is not one of rl-zoo3's algorithms: run the zoo's commands through `sb3_pcl.zoo`, which registers it.
+`{algo_class_name}` is not one of rl-zoo3's algorithms: run the zoo's commands through `sb3_pcl.zoo`, which registers
+it.
 
 ```bash
-pip install -e "./{checkout}[zoo]"
-TRUST_REMOTE_CODE=True python -m sb3_pcl.zoo load_from_hub --algo {algo} --env {env_id} -orga {organization} -f logs/
-python -m sb3_pcl.zoo enjoy --algo {algo} --env {env_id} -f logs/
+TRUST_REMOTE_CODE=True python -m sb3_pcl.zoo load_from_hub --algo {algo_name} --env {env_id} -orga {organization} -f logs/
+python -m sb3_pcl.zoo enjoy --algo {algo_name} --env {env_id} -f logs/
 ```
 
 ## Training (with the RL Zoo)
 
 ```bash
-python -m sb3_pcl.zoo train --algo {algo} --env {env_id} -f logs/
-python -m sb3_pcl.zoo push_to_hub --algo {algo} --env {env_id} -f logs/ -orga {organization}
+python -m sb3_pcl.zoo train --algo {algo_name} --env {env_id} -f logs/
+python -m sb3_pcl.zoo push_to_hub --algo {algo_name} --env {env_id} -f logs/ -orga {organization}
 ```
 
 ## Hyperparameters
@@ -125,54 +147,7 @@ python -m sb3_pcl.zoo push_to_hub --algo {algo} --env {env_id} -f logs/ -orga {o
 {pformat(env_kwargs)}
 ```
 """
-    return card
-
-
-def card_metadata(algo: str, env_id: str, mean_reward: float, std_reward: float) -> dict[str, Any]:
-    """
-    :param algo: the rl-zoo3 name of the algorithm
-    :param env_id: the environment ID
-    :param mean_reward: mean evaluation return
-    :param std_reward: standard deviation of the evaluation returns
-    :return: the model card's metadata: the library, tags and the evaluation result the Hub shows
-    """
-    tags = [env_id, "deep-reinforcement-learning", "reinforcement-learning", "stable-baselines3", "sb3_pcl"]
-    result = metadata_eval_result(
-        model_pretty_name=sb3_pcl.ALGOS[algo].__name__,
-        task_pretty_name="reinforcement-learning",
-        task_id="reinforcement-learning",
-        metrics_pretty_name="mean_reward",
-        metrics_id="mean_reward",
-        metrics_value=f"{mean_reward:.2f} +/- {std_reward:.2f}",
-        dataset_pretty_name=env_id,
-        dataset_id=env_id,
-    )
-    return {"library_name": "stable-baselines3", "tags": tags, **result}
-
-
-def record_replay(model: BaseAlgorithm, env: VecEnv, video_length: int, deterministic: bool, folder: Path) -> Path:
-    """
-    :param model: the agent
-    :param env: an env that renders ``rgb_array`` frames
-    :param video_length: steps to record
-    :param deterministic: use deterministic actions
-    :param folder: where ``replay.mp4`` is written
-    :return: the path of ``replay.mp4``
-    """
-    recording = folder / "video_tmp"
-    recorder = VecVideoRecorder(env, str(recording), lambda step: step == 0, video_length=video_length, name_prefix="replay")
-    observations = recorder.reset()
-    for _ in range(video_length + 1):
-        actions, _ = model.predict(observations, deterministic=deterministic)  # type: ignore[arg-type]
-        observations, _, _, _ = recorder.step(actions)
-    recorder.close()  # also closes env
-    videos = sorted(recording.glob("*.mp4"))
-    if not videos:
-        raise RuntimeError(f"no video was recorded in {recording}")
-    target = folder / "replay.mp4"
-    shutil.move(videos[0], target)
-    shutil.rmtree(recording)
-    return target
+    return card, metadata
 
 
 def package_to_hub(
@@ -184,84 +159,49 @@ def package_to_hub(
     env_kwargs: dict[str, Any],
     eval_env: VecEnv,
     repo_id: str,
-    commit_message: str = "Initial commit",
-    deterministic: bool = True,
-    n_eval_episodes: int = 10,
-    token: str | None = None,
-    local_repo_path: str | Path = "hub",
-    video_length: int = 1000,
-    generate_video: bool = False,
+    **options: Any,
 ) -> str:
     """
-    Evaluate the model, write the repository folder (model, configuration, logs, results, model card) and upload it.
+    rl-zoo3's ``package_to_hub`` with our model card: evaluate the model, write the repository folder and upload it.
 
     :param model: the trained agent
     :param algo: its rl-zoo3 name (a key of :data:`sb3_pcl.ALGOS`)
     :param env_id: the environment ID
-    :param log_path: the rl-zoo3 run folder (``<folder>/<algo>/<env_id>_<n>``)
+    :param log_path: the rl-zoo3 run folder (``<folder>/<algo>/<env_id>_<n>``, with ``<env_id>/config.yml`` and
+        ``args.yml``)
     :param hyperparams: the hyperparameters of the run (its ``config.yml``)
     :param env_kwargs: the keyword arguments of the environment
     :param eval_env: the evaluation env (VecNormalize statistics, if any, are saved with the model)
     :param repo_id: ``<organization>/<repository>`` on the Hub
-    :param commit_message: the Hub commit message
-    :param deterministic: evaluate (and record) with deterministic actions
-    :param n_eval_episodes: evaluation episodes
-    :param token: a Hub token (default: the logged-in user's)
-    :param local_repo_path: the folder that holds the local copy of the repository
-    :param video_length: steps of the replay video
-    :param generate_video: record ``replay.mp4`` (``eval_env`` must render ``rgb_array`` frames)
+    :param options: the other keyword arguments of ``rl_zoo3.push_to_hub.package_to_hub`` (``commit_message``,
+        ``is_deterministic``, ``n_eval_episodes``, ``local_repo_path``, ``video_length``, ``generate_video``)
     :return: the repository URL
     """
     if algo not in sb3_pcl.ALGOS:
         raise ValueError(f"algo must be one of sb3_pcl's algorithms {sorted(sb3_pcl.ALGOS)}, got {algo!r}")
-    if n_eval_episodes < 1:
-        raise ValueError(f"n_eval_episodes must be positive, got {n_eval_episodes}")
-    api = HfApi(token=token)
-    repo_url = str(api.create_repo(repo_id=repo_id, private=False, exist_ok=True))
-    repo_folder = Path(local_repo_path) / repo_id.split("/")[-1]
-    api.snapshot_download(repo_id=repo_id, local_dir=repo_folder)
-    repo_folder.mkdir(parents=True, exist_ok=True)
-    attributes = repo_folder / ".gitattributes"
-    lines = attributes.read_text().splitlines() if attributes.is_file() else []
-    if not any("*.mp4" in line for line in lines):
-        attributes.write_text("\n".join([*lines, "*.mp4 filter=lfs diff=lfs merge=lfs -text", ""]))
-
-    model_name = f"{algo}-{env_id}"
-    model.save(repo_folder / model_name)
-    with zipfile.ZipFile(repo_folder / f"{model_name}.zip") as archive:  # the Hub shows the model's files
-        archive.extractall(repo_folder / model_name)
-    vec_normalize = unwrap_vec_normalize(eval_env)
-    if vec_normalize is not None:  # SB3's format, which rl-zoo3's enjoy reads
-        vec_normalize.save(str(repo_folder / "vec_normalize.pkl"))
-        vec_normalize.training, vec_normalize.norm_reward = False, False
-    for name in ("args.yml", "config.yml"):
-        if (log_path / env_id / name).is_file():
-            shutil.copy(log_path / env_id / name, repo_folder / name)
-    (repo_folder / "env_kwargs.yml").write_text(yaml.safe_dump(env_kwargs))
-    with zipfile.ZipFile(repo_folder / "train_eval_metrics.zip", "w") as archive:
-        for path in sorted([*log_path.glob("evaluations.npz"), *log_path.glob("*.csv")]):
-            archive.write(path, arcname=path.name)
-
-    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes, deterministic=deterministic, return_episode_rewards=True)
-    mean_reward, std_reward = float(np.mean(returns)), float(np.std(returns))
-    results = {
-        "mean_reward": mean_reward,
-        "std_reward": std_reward,
-        "is_deterministic": deterministic,
-        "n_eval_episodes": n_eval_episodes,
-        "sb3_pcl_version": sb3_pcl.__version__,
-    }
-    (repo_folder / "results.json").write_text(json.dumps(results, indent=2))
-    if generate_video:
-        record_replay(model, eval_env, video_length, deterministic, repo_folder)
-
-    card = model_card(algo, env_id, repo_id, mean_reward, std_reward, hyperparams, env_kwargs)
-    readme = repo_folder / "README.md"
-    readme.write_text(card, encoding="utf-8")
-    metadata_save(readme, card_metadata(algo, env_id, mean_reward, std_reward))
-    api.upload_folder(repo_id=repo_id, folder_path=repo_folder, commit_message=commit_message)
-    print(f"Pushed {model_name} to {repo_url}")
-    return repo_url
+    organization, _, repo_name = repo_id.partition("/")
+    if not organization or not repo_name or "/" in repo_name:
+        raise ValueError(f"repo_id must be <organization>/<repository>, got {repo_id!r}")
+    env_name = EnvironmentName(env_id)
+    zoo_card = zoo_push.generate_model_card
+    zoo_push.generate_model_card = functools.partial(model_card, repo_id=repo_id)  # rl-zoo3 calls it by this name
+    try:
+        url = zoo_push.package_to_hub(
+            model,
+            ModelName(algo, env_name),
+            algo,
+            sb3_pcl.ALGOS[algo].__name__,
+            Path(log_path),
+            hyperparams,
+            env_kwargs,
+            env_name,
+            eval_env,
+            repo_id=ModelRepoId(organization, repo_name),
+            **{"commit_message": "Initial commit", **options},
+        )
+    finally:
+        zoo_push.generate_model_card = zoo_card
+    return str(url)
 
 
 def hub_error(error: BaseException) -> BaseException | None:
@@ -282,9 +222,10 @@ def hub_error(error: BaseException) -> BaseException | None:
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     """
     :param argv: the command-line arguments
-    :return: the options (those of ``python -m rl_zoo3.push_to_hub``, plus ``--token`` and ``--n-eval-episodes``)
+    :return: the options (those of ``python -m rl_zoo3.push_to_hub``, plus ``--n-eval-episodes`` and
+        ``--local-repo-path``)
     """
-    parser = argparse.ArgumentParser(prog="python -m sb3_pcl.zoo.push_to_hub", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sb3_pcl.zoo push_to_hub", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--env", help="environment ID", type=str, required=True)
     parser.add_argument("-f", "--folder", help="log folder", type=str, required=True)
     parser.add_argument("--algo", help="one of sb3_pcl's algorithms", type=str, required=True, choices=sorted(sb3_pcl.ALGOS))
@@ -305,7 +246,6 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("-orga", "--organization", help="Hugging Face user or organization", type=str, required=True)
     parser.add_argument("-name", "--repo-name", help="repository name (default: <algo>-<env>)", type=str)
     parser.add_argument("-m", "--commit-message", help="commit message", default="Initial commit", type=str)
-    parser.add_argument("--token", help="Hugging Face token (default: the logged-in user's)", default=None, type=str)
     parser.add_argument("--local-repo-path", help="folder of the local copy (default: hub)", default="hub", type=str)
     args = parser.parse_args(list(argv))
     for option in ("n_timesteps", "n_envs", "n_eval_episodes"):
@@ -316,10 +256,12 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> str:
     """
-    Load the model of an rl-zoo3 run, then evaluate, package and upload it (:func:`package_to_hub`).
+    Load the model of an rl-zoo3 run (as ``python -m rl_zoo3.push_to_hub`` does), then evaluate, package and upload
+    it (:func:`package_to_hub`).
 
     :param argv: command-line arguments (default: ``sys.argv[1:]``)
     :return: the repository URL
+    :raises SystemExit: with one line when the Hub cannot be reached or refuses the request
     """
     args = parse_arguments(sys.argv[1:] if argv is None else argv)
     register_algorithms()
@@ -336,7 +278,11 @@ def main(argv: Sequence[str] | None = None) -> str:
     if args_path.is_file():
         saved = yaml.load(args_path.read_text(), Loader=yaml.UnsafeLoader)  # rl-zoo3 writes it with python tags
         env_kwargs = dict(saved.get("env_kwargs") or {})
-    if not args.no_render:
+    # huggingface_sb3 encodes the replay with the ffmpeg command; without it, it would print a shell error and go on
+    render = not args.no_render and shutil.which("ffmpeg") is not None
+    if not args.no_render and not render:
+        print("push_to_hub: no replay video: ffmpeg, which encodes it, is not on PATH (install it, or pass --no-render)")
+    if render:
         env_kwargs["render_mode"] = "rgb_array"
     env_kwargs.update(args.env_kwargs or {})
     eval_env = create_test_env(
@@ -345,12 +291,12 @@ def main(argv: Sequence[str] | None = None) -> str:
         stats_path=stats_path,
         seed=args.seed,
         log_dir=None,
-        should_render=not args.no_render,
+        should_render=render,
         hyperparams=deepcopy(hyperparams),
         env_kwargs=env_kwargs,
     )
-    algo_class = sb3_pcl.ALGOS[args.algo]
-    model = algo_class.load(model_path, env=eval_env, device=args.device, seed=args.seed)
+    model = sb3_pcl.ALGOS[args.algo].load(model_path, env=eval_env, device=args.device, seed=args.seed)
+    repo_id = f"{args.organization}/{args.repo_name or ModelName(args.algo, EnvironmentName(args.env))}"
     try:
         return package_to_hub(
             model,
@@ -360,23 +306,21 @@ def main(argv: Sequence[str] | None = None) -> str:
             hyperparams,
             env_kwargs,
             eval_env,
-            repo_id=f"{args.organization}/{args.repo_name or f'{args.algo}-{args.env}'}",
+            repo_id,
             commit_message=args.commit_message,
-            deterministic=not args.stochastic,
+            is_deterministic=not args.stochastic,
             n_eval_episodes=args.n_eval_episodes,
-            token=args.token,
             local_repo_path=args.local_repo_path,
             video_length=args.n_timesteps,
-            generate_video=not args.no_render,
+            generate_video=render,
         )
     except Exception as error:  # a network or Hub failure is one line, not a traceback
         failure = hub_error(error)
         if failure is None:
             raise
         message = f"{type(failure).__name__}: {failure}".splitlines()[0]
-        raise SystemExit(
-            f"push_to_hub: the Hugging Face Hub could not be reached or refused the request ({message})"
-        ) from None
+        hub = f"the Hugging Face Hub at {constants.ENDPOINT}"
+        raise SystemExit(f"push_to_hub: {hub} could not be reached or refused the request ({message})") from None
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import rl_zoo3
 import rl_zoo3.hyperparams_opt
 
 import sb3_pcl
-from sb3_pcl.common.hyperparams import hyperparams_dir
+from sb3_pcl.hyperparams_files import hyperparams_dir
 from sb3_pcl.zoo.samplers import CONVERTERS, SAMPLERS
 
 

@@ -159,6 +159,8 @@ SAMPLERS: dict[str, Sampler] = {
     "recurrent_trust_pcl": sample_trust_pcl_params,
     "reinforce": sample_reinforce_params,
     "urex": sample_urex_params,
+    "recurrent_reinforce": sample_reinforce_params,
+    "recurrent_urex": sample_urex_params,
 }
 
 #: converter of stored trial parameters of each algorithm, keyed like :data:`sb3_pcl.ALGOS`
@@ -169,4 +171,6 @@ CONVERTERS: dict[str, Converter] = {
     "recurrent_trust_pcl": convert_pcl_params,
     "reinforce": convert_full_episode_params,
     "urex": convert_full_episode_params,
+    "recurrent_reinforce": convert_full_episode_params,
+    "recurrent_urex": convert_full_episode_params,
 }

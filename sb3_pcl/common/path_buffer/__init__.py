@@ -1,19 +1,16 @@
 """
-Episode-aware replay for path-consistency learning, as a package: the buffer (:mod:`.buffer`), its slot storage and
-eviction (:mod:`.storage`), the per-path index (:mod:`.index`), sampling (:mod:`.sampling`) and its replay file
-(:mod:`.replay_file`, :mod:`.persistence`, :mod:`.files`).
+Episode-aware replay for path-consistency learning: the buffer (:mod:`.buffer`: :class:`PathReplayBuffer`, the
+:class:`Path` records it keeps, the :class:`PathBatch` es it samples) and its replay file (:mod:`.replay_file`).
 """
 
-from sb3_pcl.common.path_buffer.buffer import PathReplayBuffer
-from sb3_pcl.common.path_buffer.files import load_replay_file, save_replay_file
-from sb3_pcl.common.path_buffer.index import PathIndex
-from sb3_pcl.common.path_buffer.paths import (
+from sb3_pcl.common.path_buffer.buffer import (
     EVICTION_STRATEGIES,
     PATH_HINT,
     PRIORITY_MODES,
     STORAGE_HINT,
     Path,
     PathBatch,
+    PathReplayBuffer,
 )
 from sb3_pcl.common.path_buffer.replay_file import (
     MAX_METADATA_BYTES,
@@ -24,11 +21,15 @@ from sb3_pcl.common.path_buffer.replay_file import (
     REPLAY_FILE_KIND,
     REPLAY_FILE_VERSION,
     RETIRED_SETTINGS,
+    load_replay_file,
+    read_replay_npz,
     refuse_retired_settings,
     replay_arrays,
     replay_file_kind,
     replay_file_name,
+    save_replay_file,
     without_retired_settings,
+    write_replay_npz,
 )
 
 __all__ = [
@@ -46,13 +47,14 @@ __all__ = [
     "STORAGE_HINT",
     "Path",
     "PathBatch",
-    "PathIndex",
     "PathReplayBuffer",
     "load_replay_file",
+    "read_replay_npz",
     "refuse_retired_settings",
     "replay_arrays",
     "replay_file_kind",
     "replay_file_name",
     "save_replay_file",
     "without_retired_settings",
+    "write_replay_npz",
 ]

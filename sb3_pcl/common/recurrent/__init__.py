@@ -3,12 +3,10 @@ Recurrent policies: an LSTM policy whose input includes the previous action (the
 PCL / UREX code), as sb3-contrib's ``common.recurrent`` package lays them out.
 
 - :mod:`~sb3_pcl.common.recurrent.policies`: :class:`MlpPrevActionLstmPolicy`, :class:`CnnPrevActionLstmPolicy` (the
-  algorithms' ``"MlpLstmPolicy"`` / ``"CnnLstmPolicy"`` aliases) and :func:`initial_recurrent_states`
+  recurrent algorithms' ``"MlpPrevActionLstmPolicy"`` / ``"CnnPrevActionLstmPolicy"``) and
+  :func:`initial_recurrent_states`
 - :mod:`~sb3_pcl.common.recurrent.encoding`: the previous-action input (:func:`action_input_dim`,
   :func:`encode_actions`)
-- :mod:`~sb3_pcl.common.recurrent.episodes`: :func:`play_recurrent_step` and :func:`evaluate_recurrent_episodes`,
-  episode batches (Reinforce, UREX) under a recurrent policy, registered for the policy type in
-  :mod:`sb3_pcl.common.episode_policy` when this package is imported
 - :mod:`~sb3_pcl.common.recurrent.buffers`: :class:`RecurrentPathReplayBuffer`, the path replay whose batches
   (:class:`RecurrentPathBatch`) carry each segment's path from its first step (:class:`PathHistory`), for RecurrentPCL
 - :mod:`~sb3_pcl.common.recurrent.type_aliases`: :data:`LstmActionState`
@@ -20,7 +18,6 @@ the former class names ``MlpLstmPolicy`` / ``CnnLstmPolicy`` resolve to the rena
 
 from sb3_pcl.common.recurrent.buffers import PathHistory, RecurrentPathBatch, RecurrentPathReplayBuffer
 from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
-from sb3_pcl.common.recurrent.episodes import evaluate_recurrent_episodes, play_recurrent_step
 from sb3_pcl.common.recurrent.policies import (
     CnnPrevActionLstmPolicy,
     FlatFeatures,
@@ -40,7 +37,5 @@ __all__ = [
     "RecurrentPathReplayBuffer",
     "action_input_dim",
     "encode_actions",
-    "evaluate_recurrent_episodes",
     "initial_recurrent_states",
-    "play_recurrent_step",
 ]

@@ -16,6 +16,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.vec_env import VecNormalize
 
+from sb3_pcl.common.dict_obs import zeros_obs
 from sb3_pcl.common.path_buffer import Path, PathBatch, PathReplayBuffer
 
 
@@ -71,16 +72,14 @@ class RecurrentPathReplayBuffer(PathReplayBuffer):
         :param env: VecNormalize wrapper for normalisation
         :return: the time-major history of each column
         """
-        assert self.observations is not None and self.actions is not None
         horizon = max(end for _, _, end in segments) + 1
         n_segments = len(segments)
-        observations = self._obs_zeros((horizon, n_segments))
+        observations = zeros_obs(self.observation_space, (horizon, n_segments))
         actions = np.zeros((horizon, n_segments, self.action_dim), dtype=np.float32)
         offsets = np.zeros(n_segments, dtype=np.int64)
         for col, (path, start, end) in enumerate(segments):
-            slots = path.slot_range(0, end)
-            final = self.observations[path.slot_at(end)] if end < len(path) else self._final_obs(path)
-            assert final is not None
+            slots = path.slot_list[path.head : path.head + end]
+            final = self.observations[path.slot_list[path.head + end]] if end < len(path) else self._final_obs(path)
             observations[:end, col] = self.observations[slots]
             observations[end:, col] = final
             actions[:end, col] = self.actions[slots]

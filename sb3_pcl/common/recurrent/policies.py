@@ -10,8 +10,10 @@ heads on the LSTM output (``net_arch=[]`` by default), so the value is read from
 
 Names
     sb3-contrib's ``MlpLstmPolicy`` / ``CnnLstmPolicy`` (its ``RecurrentActorCriticPolicy``: ``(h, c)`` states, no
-    previous-action input) are other policies; the strings ``"MlpLstmPolicy"`` / ``"CnnLstmPolicy"`` stay the
-    algorithms' ``policy_aliases`` of ours, and our former class names of those names resolve with a warning.
+    previous-action input) are other policies: the recurrent algorithms name ours by their class names,
+    ``"MlpPrevActionLstmPolicy"`` / ``"CnnPrevActionLstmPolicy"`` (the former names ``"MlpLstmPolicy"`` /
+    ``"CnnLstmPolicy"`` still work, with a ``DeprecationWarning``, for one release), and our former class names of
+    sb3-contrib's names resolve with a warning, so that the models saved under them load.
 
 Recurrent state
     The state is a 3-tuple ``(h, c, a)``: sb3-contrib's LSTM hidden and cell states, each of shape
@@ -55,11 +57,12 @@ from torch import nn
 from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.recurrent.encoding import action_input_dim, encode_actions
 from sb3_pcl.common.recurrent.type_aliases import LstmActionState
+from sb3_pcl.common.validation import FORMER_LSTM_NAMES
 
 __all__ = ["CnnPrevActionLstmPolicy", "FlatFeatures", "MlpPrevActionLstmPolicy", "initial_recurrent_states"]
 
 #: former class names of this module (sb3-contrib's names for other policies) -> current ones
-RENAMED_POLICIES = {"MlpLstmPolicy": "MlpPrevActionLstmPolicy", "CnnLstmPolicy": "CnnPrevActionLstmPolicy"}
+RENAMED_POLICIES = FORMER_LSTM_NAMES
 
 
 class FlatFeatures(FlattenExtractor):
@@ -590,7 +593,8 @@ def __getattr__(name: str) -> type[MlpPrevActionLstmPolicy]:
     :raises AttributeError: for any other name
     """
     if name in RENAMED_POLICIES:
-        message = f"sb3_pcl.common.recurrent.{name} is now named {RENAMED_POLICIES[name]} (sb3-contrib's {name} is "
-        warnings.warn(message + f"another policy); the string alias {name!r} is unchanged", DeprecationWarning, stacklevel=2)
+        current = RENAMED_POLICIES[name]
+        message = f"sb3_pcl.common.recurrent.{name} is now named {current} (sb3-contrib's {name} is another policy)"
+        warnings.warn(f"{message}; its policy name is {current!r}", DeprecationWarning, stacklevel=2)
         return globals()[RENAMED_POLICIES[name]]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,10 +33,10 @@ EXPERIMENT_KEYS = (
 
 def hyperparams_dir() -> Path:
     """:return: the folder holding ``<algo>.yml`` (packaged copy first, then the repository's)"""
-    packaged = Path(__file__).resolve().parents[1] / "hyperparams"
+    packaged = Path(__file__).resolve().parent / "hyperparams"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "hyperparams"
+    return Path(__file__).resolve().parents[1] / "hyperparams"
 
 
 def _parse_value(key: str, value: Any) -> Any:

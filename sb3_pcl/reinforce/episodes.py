@@ -1,5 +1,6 @@
 """
-Synchronized episode batches, which Reinforce and UREX learn from (their losses: :mod:`sb3_pcl.reinforce.losses`).
+Synchronized episode batches, which Reinforce and UREX (and their recurrent variants) learn from (their losses:
+:mod:`sb3_pcl.reinforce.losses`).
 
 Synchronized batches
     :func:`collect_episode_batch` plays the ``n_groups * K`` episodes of a batch: ``K`` episodes from each of
@@ -26,17 +27,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch as th
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.type_aliases import PyTorchObs
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize
 
 from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.dict_obs import ObsDict, as_obs_arrays, copy_obs, flat_rows, stack_obs
-from sb3_pcl.common.episode_policy import play_step
 from sb3_pcl.common.validation import check, check_storable, is_int
 
 __all__ = [
     "EpisodeBatch",
     "GroupSyncError",
+    "PlayStep",
     "StepRecord",
     "UnseedableEnvError",
     "batch_layout",
@@ -362,6 +364,11 @@ class StepRecord(NamedTuple):
 
 StepHook = Callable[[StepRecord], bool]
 
+#: one step of a policy that carries a state from step to step: ``(obs, state, episode_starts) -> (actions, log_probs,
+#: next state)``, with the observations as tensors on the policy's device, ``state`` what the previous step returned
+#: (``None`` at the first step of a pass) and ``episode_starts`` ``(n_envs,)``, 1.0 where an env starts an episode
+PlayStep = Callable[[PyTorchObs, Any, np.ndarray], tuple[th.Tensor, th.Tensor, Any]]
+
 _FINITE_HINT = (
     "Reinforce and UREX train on finite rewards and observations only: check the env (SB3's VecCheckNan wrapper "
     "raises at the step that produces the value)."
@@ -406,6 +413,7 @@ def _play_pass(
     slots: np.ndarray,
     num_samples: int,
     on_step: StepHook | None,
+    play_step: PlayStep | None,
 ) -> EpisodeBatch | None:
     """
     Play one episode in every env with a slot, from the observations of a seeded reset.
@@ -433,7 +441,10 @@ def _play_pass(
     while alive.any() and len(masks) < max_steps:
         with th.no_grad():
             obs_tensor = obs_as_tensor(obs, policy.device)
-            sampled, log_prob, state = play_step(policy, obs_tensor, state, episode_starts)
+            if play_step is None:
+                sampled, _, log_prob = policy(obs_tensor)
+            else:
+                sampled, log_prob, state = play_step(obs_tensor, state, episode_starts)
         sampled_actions = sampled.cpu().numpy()
         env_actions = to_env_actions(policy, action_space, sampled_actions)
         raw_new_obs, step_rewards, dones, infos = env.step(env_actions)
@@ -530,6 +541,7 @@ def collect_episode_batch(
     base_seed: int,
     on_step: StepHook | None = None,
     check_sync: bool = True,
+    play_step: PlayStep | None = None,
 ) -> EpisodeBatch | None:
     """
     Play the ``n_groups * K`` episodes of a batch from synchronized start states with a stochastic policy.
@@ -540,14 +552,17 @@ def collect_episode_batch(
     for floats) and refused when it is not finite there.
 
     :param env: a VecEnv, of any number of envs
-    :param policy: an SB3 ``ActorCriticPolicy`` or an sb3-contrib ``RecurrentActorCriticPolicy`` (e.g. ``MlpLstmPolicy``):
-        each step is :func:`~sb3_pcl.common.episode_policy.play_step` for the policy's type
+    :param policy: the policy that plays (an SB3 ``ActorCriticPolicy``, or an sb3-contrib ``RecurrentActorCriticPolicy``
+        with ``play_step``)
     :param num_samples: ``K``, episodes per start state
     :param max_steps: cap on the number of steps of each pass (the batch's padded length is at most this)
     :param base_seed: episode ``j`` is played from a reset with seed ``base_seed + j // K``
     :param on_step: called after every vectorised step; returning ``False`` aborts the batch
     :param check_sync: check that the groups start from identical observations and reset infos (the env's own
         observations, before a ``VecNormalize``: :func:`original_observations`)
+    :param play_step: how the policy samples the actions of one step when it carries a state from step to step (a
+        recurrent policy: :meth:`sb3_pcl.RecurrentReinforce._play_step`); ``None``: ``policy(obs)``, each step on its
+        own
     :return: the batch, or ``None`` when ``on_step`` aborted it
     :raises ValueError: for an invalid ``num_samples`` or ``max_steps``, a non-finite (or float32-overflowing)
         reward or observation (naming the env index), or groups that do not start identically
@@ -570,7 +585,7 @@ def collect_episode_batch(
             first_obs.extend(flat_rows(original_observations(env, obs))[used])
             first_infos.extend(infos[i] for i in used)
             _check_complete_groups(first_obs, first_infos, num_samples, n_passes > 1)
-        played = _play_pass(env, policy, obs, max_steps, seeds, slots, num_samples, on_step)
+        played = _play_pass(env, policy, obs, max_steps, seeds, slots, num_samples, on_step, play_step)
         if played is None:
             return None
         passes.append(played)
