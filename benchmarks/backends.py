@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.checkpoint import remove_checkpoints, write_atomically
-from benchmarks.harness import RUNS_DIRNAME, RunTask, package_version, run_experiment
+from benchmarks.harness import RUNS_DIRNAME, ZOO_DIRNAME, RunTask, package_version, run_experiment
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +34,15 @@ Progress = Callable[[RunTask], Any]
 
 
 def record_failure(task: RunTask, message: str) -> dict[str, Any]:
-    """Write ``runs/<run>.err``; :return: the result reported to the main process"""
+    """Write ``runs/<run>.err`` (if it can: else the message is logged); :return: the result reported to the main
+    process"""
     runs_dir = Path(task.out_dir) / RUNS_DIRNAME
-    runs_dir.mkdir(parents=True, exist_ok=True)
     err_path = runs_dir / f"{task.name}.err"
-    write_atomically(err_path, f"run {task.name}: algo={task.algo} env={task.env} seed={task.seed}\n{message}")
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        write_atomically(err_path, f"run {task.name}: algo={task.algo} env={task.env} seed={task.seed}\n{message}")
+    except OSError as exc:
+        logger.error("%s failed and its traceback cannot be written (%s):\n%s", task.name, exc, message)
     lines = [line for line in message.splitlines() if line.strip()]
     return {"name": task.name, "ok": False, "error": lines[-1] if lines else "unknown error", "err_path": str(err_path)}
 
@@ -99,6 +103,8 @@ def execute(
                 except concurrent.futures.process.BrokenProcessPool:
                     broken.append(futures[future])
                     continue
+                except Exception:  # the worker could not even report (its result not sent back): that run failed
+                    result = record_failure(futures[future], traceback.format_exc())
                 results.append(result)
                 _log_result(result, len(results), len(tasks))
         # a dying worker breaks the whole pool: blame the first unfinished run, retry the others in a fresh pool
@@ -109,12 +115,14 @@ def execute(
 
 
 def run_local(task: RunTask, store: Store, progress: Progress | None = None) -> dict[str, Any]:
-    """Worker entry point: train one run (resuming it from its checkpoints), store it; never raises."""
+    """Worker entry point: train one run (resuming it from its checkpoints), store it; never raises (a run that fails,
+    or whose results cannot be stored, is recorded as failed: its checkpoints stay)."""
     try:
-        frame, metadata = run_experiment(task, progress(task) if progress is not None else None)
+        zoo = Path(task.out_dir) / ZOO_DIRNAME  # rl-zoo3's log folder, with every episode (store writes one without)
+        frame, metadata = run_experiment(task, progress(task) if progress is not None else None, zoo_folder=zoo)
+        store(task, frame.to_csv(index=False), metadata)
     except Exception:
         return record_failure(task, traceback.format_exc())
-    store(task, frame.to_csv(index=False), metadata)
     if task.checkpoint_dir is not None:
         remove_checkpoints(task.checkpoint_dir)
     return _success(task.name, metadata)
@@ -271,8 +279,11 @@ def _execute_ray(tasks: Sequence[RunTask], store: Store, fresh_process_per_run: 
             result = record_failure(task, message)
         else:
             if outcome["ok"]:
-                store(task, outcome["csv"], outcome["metadata"])
-                result = {**_success(task.name, outcome["metadata"]), "node": outcome["node"]}
+                try:
+                    store(task, outcome["csv"], outcome["metadata"])
+                    result = {**_success(task.name, outcome["metadata"]), "node": outcome["node"]}
+                except Exception:
+                    result = record_failure(task, f"Ray node: {outcome['node']}\n{traceback.format_exc()}")
             else:
                 result = record_failure(task, f"Ray node: {outcome['node']}\n{outcome['traceback']}")
         results.append(result)

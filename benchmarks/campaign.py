@@ -20,6 +20,7 @@ import logging
 import math
 import os
 import platform
+import re
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,17 +32,22 @@ import yaml
 
 from benchmarks import backends, harness, reporting, store
 from benchmarks.algorithms import get_algorithm_class, load_hyperparams, resolve_entry, zoo_v4_id
-from benchmarks.checkpoint import default_checkpoint_root, read_state
+from benchmarks.checkpoint import BadFileError, default_checkpoint_root, read_state
 
 logger = logging.getLogger(__name__)
 
 RUN_LOCK_FILENAME = ".running"
-RUN_KEYS = {"algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir"}
-RUN_KEYS |= {"zoo_v4_entries", "vec_env", "stop_below", "tuning_seeds"}
-CAMPAIGN_KEYS = {"out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes"}
-CAMPAIGN_KEYS |= {"reference", "docs", "order"}
+#: The keys of a campaign file, of its ``eval`` block and of each entry of its ``runs`` (benchmarks/README.md,
+#: "Campaigns"); :func:`load_campaign` checks every key and value before anything runs
+CAMPAIGN_KEYS = ("out", "eval", "runs", "checkpoint_every", "report", "hyperparams_dir", "zoo_v4_entries", "notes")
+CAMPAIGN_KEYS += ("reference", "docs", "order")
+EVAL_KEYS = ("every_cpu_seconds", "every_steps", "episodes", "at_start")
+RUN_KEYS = ("algo", "env", "envs", "seeds", "cpu_seconds", "steps", "max_steps", "entry", "hyperparams_dir")
+RUN_KEYS += ("zoo_v4_entries", "vec_env", "stop_below", "tuning_seeds")
 #: The run orders of a campaign file (key ``order``, :func:`order_tasks`); the first is the default
 ORDERS = ("by_seed", "by_block")
+#: The largest seed: SB3's ``set_random_seed`` seeds NumPy's legacy generator, which takes 0 to 2**32 - 1
+MAX_SEED = 2**32 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,68 +74,132 @@ class Reference:
     columns: dict[str, dict[str, float]]  # column name -> env id -> return
 
 
-def _positive(value: Any, what: str, kind: type = float) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{what} must be a positive number, got {value!r}")
-    if kind is int and int(value) != value:
-        raise ValueError(f"{what} must be a whole number, got {value!r}")
-    return kind(value)
-
-
 def load_campaign(path: str | Path, checkpoint_root: str | Path | None = None) -> Campaign:
-    """Read and check a campaign file (every algorithm, variant and hyperparameter entry must exist).
+    """Read and check a campaign file before anything runs: every key known, every value of its type and range (seeds
+    in 0 to :data:`MAX_SEED`, ``true`` / ``false`` for flags, the ``docs`` files and ``hyperparams_dir`` folders
+    present), every algorithm, variant and hyperparameter entry found.
 
     :param checkpoint_root: Folder of the checkpoints (default :func:`benchmarks.checkpoint.default_checkpoint_root`)
-    :raises ValueError: naming the file and the problem"""
+    :raises BadFileError: naming the file, the key path (``runs[2].seeds[0]``) and the problem"""
     path = Path(path)
     try:
-        spec = yaml.safe_load(path.read_text())
+        spec = yaml.safe_load(path.read_bytes())
+    except (OSError, yaml.YAMLError) as exc:
+        raise BadFileError(f"{path}: cannot be read as YAML: {exc}") from exc
+    try:
         return _parse(path, spec, Path(checkpoint_root) if checkpoint_root is not None else default_checkpoint_root())
-    except (ValueError, TypeError, KeyError, FileNotFoundError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: {exc}") from exc
+    except (ValueError, TypeError, KeyError, FileNotFoundError, ImportError) as exc:
+        raise BadFileError(f"{path}: {exc}") from exc
+
+
+def _problem(where: str, problem: str) -> ValueError:
+    """:return: The error of the value at key path ``where`` (``""``: the whole file)"""
+    return ValueError(f"{where}: {problem}" if where else problem)
+
+
+def _mapping(value: Any, where: str, allowed: Sequence[str], required: Sequence[str] = ()) -> dict[str, Any]:
+    """:return: ``value``, a mapping of some of the ``allowed`` keys with every ``required`` one"""
+    if not isinstance(value, dict):
+        raise _problem(where, f"must be a mapping of {', '.join(allowed)}, got {value!r}")
+    unknown = sorted(str(key) for key in value if key not in allowed)
+    if unknown:
+        raise _problem(where, f"unknown keys {unknown}; allowed: {sorted(allowed)}")
+    missing = [key for key in required if key not in value]
+    if missing:
+        raise _problem(where, f"missing {', '.join(missing)} (required: {', '.join(required)})")
+    return value
+
+
+def _number(value: Any, where: str, whole: bool = False, positive: bool = True) -> Any:
+    """:return: ``value``, a finite number (``whole``: an ``int``; ``positive``: above 0)"""
+    kind = "a positive number" if positive else "a finite number"
+    if isinstance(value, str) and re.fullmatch(r"[-+]?[\d.]+e[-+]?\d+", value.strip(), re.IGNORECASE):
+        raise _problem(where, f"must be {kind}, got the text {value!r} (YAML reads 1e6 as text: write 1.0e6)")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _problem(where, f"must be {kind}, got {value!r}")
+    if positive and value <= 0:
+        raise _problem(where, f"must be {kind}, got {value!r}")
+    if whole and int(value) != value:
+        raise _problem(where, f"must be a whole number, got {value!r}")
+    return int(value) if whole else float(value)
+
+
+def _flag(value: Any, where: str) -> bool:
+    """:return: ``value``, YAML's ``true`` or ``false`` (the text ``'false'`` is refused, not read as true)"""
+    if not isinstance(value, bool):
+        raise _problem(where, f"must be true or false (unquoted), got {value!r}")
+    return value
+
+
+def _text(value: Any, where: str, choices: Sequence[str] = ()) -> str:
+    """:return: ``value``, a non-empty string (one of ``choices`` when given)"""
+    if not isinstance(value, str) or not value.strip():
+        raise _problem(where, f"must be a non-empty string, got {value!r}")
+    if choices and value not in choices:
+        raise _problem(where, f"must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _items(value: Any, where: str) -> list[Any]:
+    """:return: ``value``, a non-empty list"""
+    if not isinstance(value, list) or not value:
+        raise _problem(where, f"must be a non-empty list, got {value!r}")
+    return value
+
+
+def _existing(value: Any, where: str, folder: bool) -> str:
+    """:return: ``value``, the path of an existing folder (``folder``) or file, relative to the working directory"""
+    found = Path(_text(value, where))
+    if not (found.is_dir() if folder else found.is_file()):
+        raise _problem(where, f"{'folder' if folder else 'file'} {value!r} not found (from {Path.cwd()})")
+    return value
 
 
 def _parse(path: Path, spec: Any, checkpoint_root: Path) -> Campaign:
-    if not isinstance(spec, dict) or not {"out", "eval", "runs"} <= set(spec):
-        raise ValueError("a campaign is a mapping with at least 'out', 'eval' and 'runs'")
-    unknown = set(spec) - CAMPAIGN_KEYS
-    if unknown:
-        raise ValueError(f"unknown keys {sorted(unknown)}; allowed: {sorted(CAMPAIGN_KEYS)}")
-    evaluation = spec["eval"]
-    if not isinstance(evaluation, dict) or not {"every_cpu_seconds", "every_steps"} & set(evaluation):
-        raise ValueError("'eval' needs every_cpu_seconds and/or every_steps (and episodes)")
+    spec = _mapping(spec, "", CAMPAIGN_KEYS, ("out", "eval", "runs"))
+    evaluation = _mapping(spec["eval"], "eval", EVAL_KEYS)
+    if not {"every_cpu_seconds", "every_steps"} & set(evaluation):
+        raise _problem("eval", "needs every_cpu_seconds and/or every_steps (and episodes)")
     eval_cpu, eval_steps = evaluation.get("every_cpu_seconds"), evaluation.get("every_steps")
-    out = Path(spec["out"])
+    out = Path(_text(spec["out"], "out"))
     common = {
-        "eval_cpu_seconds": None if eval_cpu is None else _positive(eval_cpu, "eval.every_cpu_seconds"),
-        "eval_freq": harness.TIME_BUDGET_STEP_CAP if eval_steps is None else _positive(eval_steps, "eval.every_steps", int),
-        "checkpoint_every": _positive(spec.get("checkpoint_every", harness.CHECKPOINT_EVERY), "checkpoint_every"),
-        "n_eval_episodes": _positive(evaluation.get("episodes", 10), "eval.episodes", int),
-        "eval_at_start": bool(evaluation.get("at_start", True)),
+        "eval_cpu_seconds": None if eval_cpu is None else _number(eval_cpu, "eval.every_cpu_seconds"),
+        "eval_freq": harness.TIME_BUDGET_STEP_CAP if eval_steps is None else _number(eval_steps, "eval.every_steps", True),
+        "checkpoint_every": _number(spec.get("checkpoint_every", harness.CHECKPOINT_EVERY), "checkpoint_every"),
+        "n_eval_episodes": _number(evaluation.get("episodes", 10), "eval.episodes", True),
+        "eval_at_start": _flag(evaluation.get("at_start", True), "eval.at_start"),
         "out_dir": str(out),
     }
-    if not isinstance(spec["runs"], list) or not spec["runs"]:
-        raise ValueError("'runs' must be a non-empty list")
+    defaults = {
+        "hyperparams_dir": _existing(spec["hyperparams_dir"], "hyperparams_dir", True) if "hyperparams_dir" in spec else None,
+        "zoo_v4_entries": _flag(spec.get("zoo_v4_entries", False), "zoo_v4_entries"),
+    }
+    notes = "" if spec.get("notes") is None else spec["notes"]
+    if not isinstance(notes, str):
+        raise _problem("notes", f"must be text, got {notes!r}")
+    docs = spec.get("docs", [])
+    if not isinstance(docs, list):
+        raise _problem("docs", f"must be a list of file paths, got {docs!r}")
+    docs = [_existing(doc, f"docs[{index}]", False) for index, doc in enumerate(docs)]
     tasks: list[harness.RunTask] = []
     tuning_seeds: set[str] = set()
-    for index, run in enumerate(spec["runs"]):
+    for index, run in enumerate(_items(spec["runs"], "runs")):
+        where = f"runs[{index}]"
         try:
-            parsed = _parse_run(run, spec, common, checkpoint_root)
+            parsed = _parse_run(run, where, defaults, common, checkpoint_root)
         except (ValueError, TypeError, KeyError, FileNotFoundError, ImportError) as exc:
-            raise ValueError(f"runs[{index}]: {exc}") from exc
+            if str(exc).startswith(where):
+                raise
+            raise _problem(where, str(exc)) from exc
         tasks += parsed
         if run.get("tuning_seeds"):
             tuning_seeds.update(task.name for task in parsed)
-    tasks = order_tasks(tasks, spec.get("order", ORDERS[0]))
+    tasks = order_tasks(tasks, _text(spec.get("order", ORDERS[0]), "order", ORDERS))
     duplicates = sorted(name for name, count in collections.Counter(task.name for task in tasks).items() if count > 1)
     if duplicates:
-        raise ValueError(f"runs listed twice: {', '.join(duplicates)}")
+        raise _problem("runs", f"runs listed twice: {', '.join(duplicates)}")
     reference = _reference(spec["reference"], tasks) if "reference" in spec else None
-    docs = spec.get("docs", [])
-    if not isinstance(docs, list) or not all(isinstance(doc, str) for doc in docs):
-        raise ValueError("'docs' must be a list of file paths")
     marks = _report_marks(spec.get("report"), tasks)
-    notes = str(spec.get("notes", ""))
     return Campaign(path, out, tuple(tasks), marks, notes, reference, tuple(map(Path, docs)), frozenset(tuning_seeds))
 
 
@@ -151,89 +221,98 @@ def order_tasks(tasks: Sequence[harness.RunTask], order: str) -> list[harness.Ru
 
 def _reference(spec: Any, tasks: Sequence[harness.RunTask]) -> Reference:
     """:return: The campaign's ``reference`` block, checked (known algorithm, numeric returns of the campaign's envs)"""
-    if not isinstance(spec, dict) or set(spec) - {"algo", "note", "columns"} or not {"algo", "columns"} <= set(spec):
-        raise ValueError(f"'reference' takes algo, columns and optionally note, got {spec!r}")
-    if spec["algo"] not in {task.algo for task in tasks}:
-        raise ValueError(f"reference.algo {spec['algo']!r} is not an algorithm of the campaign's runs")
+    spec = _mapping(spec, "reference", ("algo", "note", "columns"), ("algo", "columns"))
+    if _text(spec["algo"], "reference.algo") not in {task.algo for task in tasks}:
+        raise _problem("reference.algo", f"{spec['algo']!r} is not an algorithm of the campaign's runs")
     columns = spec["columns"]
     if not isinstance(columns, dict) or not columns:
-        raise ValueError("reference.columns must map column names to {env id: return}")
-    envs = {task.env for task in tasks}
+        raise _problem("reference.columns", "must map column names to {env id: return}")
+    envs = sorted({task.env for task in tasks})
     checked: dict[str, dict[str, float]] = {}
     for name, values in columns.items():
-        if not isinstance(values, dict) or set(values) - envs:
-            raise ValueError(f"reference.columns[{name!r}] must map env ids of the campaign's runs to returns")
-        for env, value in values.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"reference.columns[{name!r}][{env!r}] must be a finite number, got {value!r}")
-        checked[str(name)] = {env: float(value) for env, value in values.items()}
-    return Reference(str(spec["algo"]), str(spec.get("note", "")), checked)
+        where = f"reference.columns[{name!r}]"
+        values = _mapping(values, where, envs)  # env ids of the campaign's runs
+        checked[str(name)] = {env: _number(value, f"{where}[{env!r}]", positive=False) for env, value in values.items()}
+    note = spec.get("note", "")
+    if not isinstance(note, str):
+        raise _problem("reference.note", f"must be text, got {note!r}")
+    return Reference(spec["algo"], note, checked)
 
 
-def _parse_run(run: Any, spec: Mapping[str, Any], common: Mapping[str, Any], checkpoint_root: Path) -> list[harness.RunTask]:
-    """:return: The task of every env and seed of one entry of ``runs``"""
-    if not isinstance(run, dict):
-        raise ValueError(f"each run is a mapping, got {run!r}")
-    unknown = set(run) - RUN_KEYS
-    if unknown:
-        raise ValueError(f"unknown keys {sorted(unknown)}; allowed: {sorted(RUN_KEYS)}")
+def _parse_run(
+    run: Any, where: str, defaults: Mapping[str, Any], common: Mapping[str, Any], checkpoint_root: Path
+) -> list[harness.RunTask]:
+    """:return: The task of every env and seed of one entry of ``runs`` (at key path ``where``)"""
+    run = _mapping(run, where, RUN_KEYS, ("algo", "seeds"))
     if ("cpu_seconds" in run) == ("steps" in run):
-        raise ValueError("give exactly one budget: cpu_seconds or steps")
-    if not isinstance(run.get("tuning_seeds", False), bool):
-        raise ValueError(f"tuning_seeds must be true or false, got {run['tuning_seeds']!r}")
-    envs = run["envs"] if "envs" in run else [run["env"]]
-    if not isinstance(envs, list) or not envs or not all(isinstance(env, str) for env in envs):
-        raise ValueError(f"env / envs must be env ids, got {envs!r}")
-    seeds = run["seeds"]
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise ValueError(f"seeds must be a list of integers, got {seeds!r}")
+        raise _problem(where, "give exactly one budget: cpu_seconds or steps")
+    if "max_steps" in run and "steps" in run:
+        raise _problem(f"{where}.max_steps", "caps a cpu_seconds budget: with steps, give steps alone")
+    if ("env" in run) == ("envs" in run):
+        raise _problem(where, "give env (one env id) or envs (a list of them), not both nor neither")
+    envs = [run["env"]] if "env" in run else _items(run["envs"], f"{where}.envs")
+    envs = [_text(env, f"{where}.env" if "env" in run else f"{where}.envs[{index}]") for index, env in enumerate(envs)]
+    seeds = _items(run["seeds"], f"{where}.seeds")
+    for index, seed in enumerate(seeds):
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise _problem(f"{where}.seeds[{index}]", f"must be a whole number from 0 to 2**32 - 1, got {seed!r}")
     stop_below = run.get("stop_below")
     if stop_below is not None:
-        if not isinstance(stop_below, dict) or set(stop_below) != {"by_steps", "best_return"}:
-            raise ValueError(f"stop_below must be {{by_steps: N, best_return: VALUE}}, got {stop_below!r}")
-        stop_below = (_positive(stop_below["by_steps"], "stop_below.by_steps", int), float(stop_below["best_return"]))
-    cpu_budget = None if "cpu_seconds" not in run else _positive(run["cpu_seconds"], "cpu_seconds")
-    hyperparams_dir = run.get("hyperparams_dir", spec.get("hyperparams_dir"))
-    zoo_v4_entries = bool(run.get("zoo_v4_entries", spec.get("zoo_v4_entries", False)))
-    algo = str(run["algo"])
+        stop_below = _mapping(stop_below, f"{where}.stop_below", ("by_steps", "best_return"), ("by_steps", "best_return"))
+        by_steps = _number(stop_below["by_steps"], f"{where}.stop_below.by_steps", True)
+        stop_below = (by_steps, _number(stop_below["best_return"], f"{where}.stop_below.best_return", positive=False))
+    cpu_budget = None if "cpu_seconds" not in run else _number(run["cpu_seconds"], f"{where}.cpu_seconds")
+    hyperparams_dir = defaults["hyperparams_dir"]
+    if "hyperparams_dir" in run:
+        hyperparams_dir = _existing(run["hyperparams_dir"], f"{where}.hyperparams_dir", True)
+    zoo_v4_entries = _flag(run.get("zoo_v4_entries", defaults["zoo_v4_entries"]), f"{where}.zoo_v4_entries")
+    _flag(run.get("tuning_seeds", False), f"{where}.tuning_seeds")
+    algo = _text(run["algo"], f"{where}.algo")
     get_algorithm_class(algo)
-    steps = _positive(run.get("steps", run.get("max_steps", harness.TIME_BUDGET_STEP_CAP)), "steps", int)
+    budget_key = "steps" if "steps" in run else "max_steps"
+    steps = _number(run.get(budget_key, harness.TIME_BUDGET_STEP_CAP), f"{where}.{budget_key}", True)
+    entry = None if "entry" not in run else _text(run["entry"], f"{where}.entry")
+    vec_env = None if "vec_env" not in run else _text(run["vec_env"], f"{where}.vec_env", harness.VEC_ENV_TYPES)
     options = {
         **common,
-        "hyperparams_dir": None if hyperparams_dir is None else str(hyperparams_dir),
-        "vec_env": run.get("vec_env"),
+        "hyperparams_dir": hyperparams_dir,
+        "vec_env": vec_env,
         "cpu_budget": cpu_budget,
         "zoo_v4_entries": zoo_v4_entries,
-        "entry": run.get("entry"),
+        "entry": entry,
         "stop_below": stop_below,
     }
     tasks = []
     for env in envs:
-        file, key = resolve_entry(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))
+        file, key = resolve_entry(algo, env, hyperparams_dir, zoo_v4_entries, entry)
         content = yaml.safe_load(file.read_text()) or {}
         if key not in content:
-            raise ValueError(f"{file} has no entry for {env} (nor a default one); see zoo_v4_entries and entry")
+            raise _problem(where, f"{file} has no entry for {env} (nor a default one); see zoo_v4_entries and entry")
         if key == "default" and zoo_v4_id(env) in content:  # the untuned default where a tuned entry exists
-            raise ValueError(
+            raise _problem(
+                where,
                 f"{file} has no entry for {env} but one for {zoo_v4_id(env)}: give zoo_v4_entries: true to run "
-                "that tuned entry (or entry: default to run the untuned default on purpose)"
+                "that tuned entry (or entry: default to run the untuned default on purpose)",
             )
-        load_hyperparams(algo, env, hyperparams_dir, zoo_v4_entries, run.get("entry"))  # a variant's too
+        load_hyperparams(algo, env, hyperparams_dir, zoo_v4_entries, entry)  # a variant's too
         for seed in seeds:
             checkpoint_dir = harness.run_checkpoint_dir(checkpoint_root, common["out_dir"], algo, env, seed)
-            tasks.append(harness.RunTask(algo, env, seed, steps, checkpoint_dir=checkpoint_dir, **options))
+            try:
+                tasks.append(harness.RunTask(algo, env, seed, steps, checkpoint_dir=checkpoint_dir, **options))
+            except ValueError as exc:
+                raise _problem(where, str(exc)) from exc
     return tasks
 
 
 def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, tuple[float, ...]]:
     """:return: The clock and the marks of the report's table (default: 25%, 50%, 100% of the largest budget)"""
-    report = report or {}
-    if not isinstance(report, dict) or len(set(report) - {"cpu_seconds", "steps"}) or len(report) > 1:
-        raise ValueError(f"'report' takes one of cpu_seconds: [...] or steps: [...], got {report!r}")
-    if "cpu_seconds" in report:
-        return "cpu_time_s", tuple(_positive(mark, "report.cpu_seconds", float) for mark in report["cpu_seconds"])
-    if "steps" in report:
-        return "timesteps", tuple(_positive(mark, "report.steps", int) for mark in report["steps"])
+    if report is not None:
+        report = _mapping(report, "report", ("cpu_seconds", "steps"))
+        if len(report) != 1:
+            raise _problem("report", f"takes one of cpu_seconds: [...] or steps: [...], got {report!r}")
+        [(key, marks)] = report.items()
+        marks = [_number(mark, f"report.{key}[{i}]", key == "steps") for i, mark in enumerate(_items(marks, f"report.{key}"))]
+        return ("cpu_time_s" if key == "cpu_seconds" else "timesteps"), tuple(marks)
     cpu = [task.cpu_budget for task in tasks if task.cpu_budget is not None]
     clock, budget = ("cpu_time_s", max(cpu)) if cpu else ("timesteps", max(task.steps for task in tasks))
     return clock, tuple(fraction * budget for fraction in harness.TIME_FRACTIONS)
@@ -243,19 +322,26 @@ def _report_marks(report: Any, tasks: Sequence[harness.RunTask]) -> tuple[str, t
 def run_states(campaign: Campaign) -> pd.DataFrame:
     """:return: One row per run, in run order: ``name, algo, env, seed, state`` (``done``, ``stopped``, ``failed``,
     ``partial`` or ``to do``), ``timesteps``, ``cpu_time_s`` (spent), ``budget`` (``"3600 CPU-s"``, ``"10M steps"``),
-    ``cpu_left_s`` (estimated; NaN when unknown), ``last_return`` and ``restarts`` (a partial run with rows past step 0
-    but no checkpoint: it starts again from 0 and its rows are replaced)"""
+    ``cpu_left_s`` (estimated; NaN when unknown), ``last_return``, ``restarts`` (a partial run with rows past step 0
+    but no checkpoint: it starts again from 0 and its rows are replaced) and ``problem`` (a damaged checkpoint: the
+    error that fails the run, which is ``failed``; else empty)
+
+    :raises BadFileError: for a damaged ``evaluations.csv`` or ``run_metadata.json`` (the campaign's, not one run's)"""
     frame = store.read_evaluations(campaign.out)
     metadata = harness.read_json(campaign.out / harness.RUN_METADATA_FILENAME, {})
     rows = []
     for task in campaign.tasks:
         run = frame[store.is_run(frame, task)].sort_values("timesteps")
-        state = read_state(task.checkpoint_dir) if task.checkpoint_dir else None
+        state, problem = None, ""
+        try:
+            state = read_state(task.checkpoint_dir) if task.checkpoint_dir else None
+        except BadFileError as exc:
+            problem = str(exc)
         steps = max(int(run["timesteps"].max()) if len(run) else 0, state["timesteps"] if state else 0)
         cpu = max(float(run["cpu_time_s"].max()) if len(run) else 0.0, state["cpu_time_s"] if state else 0.0)
         if task.name in metadata:
             status = metadata[task.name].get("status", "done")
-        elif (campaign.out / harness.RUNS_DIRNAME / f"{task.name}.err").is_file():
+        elif problem or (campaign.out / harness.RUNS_DIRNAME / f"{task.name}.err").is_file():
             status = "failed"
         else:
             status = "partial" if len(run) or state else "to do"
@@ -264,9 +350,9 @@ def run_states(campaign: Campaign) -> pd.DataFrame:
         last = float(run["mean_return"].iloc[-1]) if len(run) else math.nan
         started = bool(run["timesteps"].gt(0).any())
         restarts = status == "partial" and task.checkpoint_dir is not None and state is None and started
-        rows.append([task.name, task.algo, task.env, task.seed, status, steps, cpu, budget, left, last, restarts])
+        rows.append([task.name, task.algo, task.env, task.seed, status, steps, cpu, budget, left, last, restarts, problem])
     columns = ["name", "algo", "env", "seed", "state", "timesteps", "cpu_time_s", "budget", "cpu_left_s", "last_return"]
-    columns.append("restarts")
+    columns += ["restarts", "problem"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -290,6 +376,7 @@ def format_status(campaign: Campaign, states: pd.DataFrame) -> str:
     for row in states.itertuples():
         last = "" if math.isnan(row.last_return) else f"  last return {row.last_return:.1f}"
         last += "  NO CHECKPOINT: starts again from 0" if row.restarts else ""
+        last += f"  DAMAGED CHECKPOINT: {row.problem}" if row.problem else ""
         lines.append(
             f"{row.name:<{width}}  {row.state:<7}  {reporting.steps(float(row.timesteps)):>6} steps  "
             f"{row.cpu_time_s:>7.0f} CPU-s  (budget {row.budget}){last}"
@@ -342,7 +429,8 @@ def run_campaign(
                     states.loc[task.name, "cpu_time_s"],
                     task.checkpoint_dir,
                 )
-            starts_at_zero = task.checkpoint_dir is None or read_state(task.checkpoint_dir) is None
+            damaged = bool(states.loc[task.name, "problem"])  # the run fails naming its file; its rows stay
+            starts_at_zero = task.checkpoint_dir is None or (not damaged and read_state(task.checkpoint_dir) is None)
             if starts_at_zero and states.loc[task.name, "state"] != "to do":
                 store.drop_rows(task)
         campaign.out.mkdir(parents=True, exist_ok=True)
@@ -374,19 +462,24 @@ def run_campaign(
 
 @contextlib.contextmanager
 def _running(campaign: Campaign) -> Iterator[None]:
-    """Hold the campaign's run lock (in :func:`benchmarks.store.lock_folder`): one ``run`` at a time."""
-    path = store.lock_folder(campaign.tasks[0]) / RUN_LOCK_FILENAME
+    """Hold the campaign's run locks: one ``run`` at a time, whether started from another checkout (the lock beside
+    the checkpoints, :func:`benchmarks.store.lock_folder`) or with another checkpoint folder (the lock in the results
+    folder's ``runs/``)."""
+    checkpoints = Path(campaign.tasks[0].checkpoint_dir or campaign.out / harness.RUNS_DIRNAME).parent
+    paths = dict.fromkeys([store.lock_folder(campaign.tasks[0]), campaign.out / harness.RUNS_DIRNAME])
     with contextlib.ExitStack() as stack:
-        try:
-            handle = stack.enter_context(store.locked(path, blocking=False))
-        except BlockingIOError:
-            raise RuntimeError(
-                f"{campaign.path} is already running ({path.read_text().strip() or 'another process'}): one run command "
-                "per campaign; see its progress with the status command"
-            ) from None
-        handle.truncate(0)
-        handle.write(f"pid {os.getpid()} on {platform.node()}\n")
-        handle.flush()
+        for path in (folder / RUN_LOCK_FILENAME for folder in paths):
+            try:
+                handle = stack.enter_context(store.locked(path, blocking=False))
+            except BlockingIOError:
+                raise RuntimeError(
+                    f"{campaign.path} is already running ({path.read_text().strip() or 'another process'}): one run "
+                    f"command per campaign (this one: checkpoints in {checkpoints}); see its progress with the status "
+                    "command"
+                ) from None
+            handle.truncate(0)
+            handle.write(f"pid {os.getpid()} on {platform.node()}, checkpoints in {checkpoints}\n")
+            handle.flush()
         yield
 
 
@@ -408,6 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=backends.BACKENDS, default="local", help="local worker processes, or Ray tasks")
     run.add_argument("--address", help="with --backend ray: HOST:PORT of the cluster's head, or auto")
     run.add_argument("--quiet", action="store_true", help="only warnings")
+    export = commands.add_parser("export-zoo", help="write rl-zoo3's log folder of a results folder (rl_zoo3.plots read it)")
+    export.add_argument("folder", help="results folder (its evaluations.csv)")
+    export.add_argument("--to", help="the log folder (default: FOLDER/zoo)")
     return parser
 
 
@@ -416,6 +512,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
+    try:
+        return _command(parser, args, sys.argv[1:] if argv is None else list(argv))
+    except BadFileError as exc:  # a damaged file of the campaign's results folder (one run's fails that run alone)
+        parser.error(str(exc))
+
+
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
+    """Run the command of ``args`` (parsed from ``argv``); :return: its exit code"""
+    if args.command == "export-zoo":
+        written = store.export_zoo(args.folder, args.to)
+        print(f"Wrote {len(written)} evaluations.npz under {args.to or Path(args.folder) / harness.ZOO_DIRNAME}")
+        return 0
     files = args.file if args.command == "status" else [args.file]
     try:
         campaigns = [load_campaign(file, args.checkpoint_dir) for file in files]
@@ -438,7 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     os.nice(args.nice)
-    command = shlex.join(["python", "-m", "benchmarks.campaign", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "benchmarks.campaign", *argv])
     try:
         results = run_campaign(campaign, args.workers, args.backend, args.address, command)
     except RuntimeError as exc:

@@ -35,12 +35,12 @@ import numpy as np
 import pandas as pd
 import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 from benchmarks.algorithms import ALGORITHMS, REPO_ROOT, get_algorithm_class, load_hyperparams, resolve_entry, split_variant
-from benchmarks.checkpoint import restore_checkpoint, save_checkpoint, write_atomically
+from benchmarks.checkpoint import BadFileError, reading, restore_checkpoint, save_checkpoint, write_atomically
 
 EVAL_SEED_OFFSET = 1000
 #: Seed offset of the envs' first reset after a resume (``seed + offset + steps at the checkpoint``): the restarted
@@ -65,6 +65,8 @@ EVALUATIONS_FILENAME = "evaluations.csv"
 RUN_METADATA_FILENAME = "run_metadata.json"
 CONFIG_FILENAME = "config.json"
 SUMMARY_FILENAME = "results.md"
+#: rl-zoo3's log folder of a results folder: ``zoo/<algo>/<env>_<seed>/evaluations.npz``, what ``rl_zoo3.plots`` read
+ZOO_DIRNAME = "zoo"
 
 
 @dataclasses.dataclass
@@ -247,16 +249,16 @@ class BudgetEvalCallback(BaseCallback):
     env steps, so marks are overshot by up to one env step or update phase; the records hold the actual times.
 
     The recorded training wall-clock and CPU time (``time.process_time()`` of this process: no ``SubprocVecEnv``
-    workers) leave out evaluations and checkpoints. With a ``checkpoint_dir``, a checkpoint (with :meth:`state`) is
-    written every ``checkpoint_every`` CPU seconds, at the start of a collection (after the last update, so that every
-    step counted was trained on; one collection later when a CPU-time evaluation is due, so that it holds that
-    evaluation); :meth:`load_state` continues from one.
+    workers) leave out evaluations and checkpoints (:meth:`excluded`). A checkpoint holds :meth:`state`;
+    :meth:`load_state` continues from one (:class:`CPUTimeCheckpointCallback` writes them).
 
     :param task: The run
     :param eval_env: Evaluation env (``metric="eval"``); ``VecNormalize`` statistics are copied from the training env
     :param stop_threshold: Stop at the first evaluation after step 0 reaching it (``None``: spend the budget)
     :param progress: Where the records so far go after every evaluation: a CSV path (rewritten) or a callable taking
         them as a ``DataFrame``
+    :param zoo_folder: rl-zoo3's log folder where the run's ``evaluations.npz`` goes after every evaluation
+        (:func:`zoo_evaluations_path`; ``None``: none)
     """
 
     def __init__(
@@ -265,17 +267,19 @@ class BudgetEvalCallback(BaseCallback):
         eval_env: VecEnv | None = None,
         stop_threshold: float | None = None,
         progress: str | Path | Callable[[pd.DataFrame], None] | None = None,
+        zoo_folder: Path | None = None,
     ):
         super().__init__(verbose=0)
-        self.task, self.eval_env, self.stop_threshold = task, eval_env, stop_threshold
+        self.task, self.eval_env, self.stop_threshold, self.zoo_folder = task, eval_env, stop_threshold, zoo_folder
         self.progress = Path(progress) if isinstance(progress, (str, Path)) else progress
         self.records: list[dict[str, float]] = []
+        #: each evaluation's episode returns and lengths (``None``: not kept, by a checkpoint of an earlier version)
+        self.episodes: list[tuple[list[float], list[int]]] | None = []
         self.stopped_at_threshold = self.stopped_at_cpu_budget = self.stopped_by_rule = False
-        self._wall_offset = self._cpu_offset = self._last_checkpoint = 0.0  # continued from a checkpoint
+        self._wall_offset = self._cpu_offset = 0.0  # continued from a checkpoint
         self._start, self._cpu_start, self._excluded_wall, self._excluded_cpu = 0.0, 0.0, 0.0, 0.0
         self._next_eval, self._next_time_eval = task.eval_freq, self._time_mark_after(0.0)
         self._resumed_cpu_mark: float | None = None
-        self._checkpoint_waited = False
 
     def train_time(self) -> float:
         """:return: Seconds of training wall-clock (over all sessions of a resumed run), evaluation excluded"""
@@ -286,7 +290,7 @@ class BudgetEvalCallback(BaseCallback):
         return self._cpu_offset + time.process_time() - self._cpu_start - self._excluded_cpu
 
     @contextlib.contextmanager
-    def _excluded(self) -> Iterator[None]:
+    def excluded(self) -> Iterator[None]:
         """Keep the time spent inside (evaluation, checkpoints) out of the training time."""
         wall, cpu = time.perf_counter(), time.process_time()
         try:
@@ -317,13 +321,15 @@ class BudgetEvalCallback(BaseCallback):
             "wall_time_s": self.train_time(),
             "next_cpu_mark": self._next_time_eval,  # the CPU time may pass a mark between the last step and now
             "records": self.records,
+            "episodes": self.episodes,
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from a checkpoint's :meth:`state`: the training times go on from its counters, the records follow."""
         self.records = [dict(record) for record in state["records"]]
+        episodes = state.get("episodes")
+        self.episodes = None if episodes is None else [(list(returns), list(lengths)) for returns, lengths in episodes]
         self._wall_offset, self._cpu_offset = float(state["wall_time_s"]), float(state["cpu_time_s"])
-        self._last_checkpoint = self._cpu_offset
         self._resumed_cpu_mark = float(state["next_cpu_mark"])
 
     def cpu_budget_spent(self) -> bool:
@@ -355,25 +361,10 @@ class BudgetEvalCallback(BaseCallback):
     def _on_training_end(self) -> None:
         self.model.__dict__.pop("_update_current_progress_remaining", None)
 
-    def _on_rollout_start(self) -> None:
-        task = self.task
-        if task.checkpoint_dir is None or self.train_cpu_time() - self._last_checkpoint < task.checkpoint_every:
-            return
-        if self.train_cpu_time() >= self._next_time_eval and not self._checkpoint_waited:
-            # the mark's evaluation comes at the next step: wait one collection so that the checkpoint holds its row
-            self._checkpoint_waited = True
-            return
-        self._checkpoint_waited = False
-        self.save_checkpoint()
-
-    def save_checkpoint(self) -> Path:
-        """:return: The folder of a new checkpoint of the run (model, buffers, random states, :meth:`state`)"""
-        assert self.task.checkpoint_dir is not None, "no checkpoint_dir"
-        with self._excluded():
-            state = self.state()
-            folder = save_checkpoint(self.task.checkpoint_dir, self.model, state)
-        self._last_checkpoint = state["cpu_time_s"]
-        return folder
+    @property
+    def next_cpu_mark(self) -> float:
+        """:return: The CPU time of the next CPU-time evaluation (``inf`` without one)"""
+        return self._next_time_eval
 
     def _on_step(self) -> bool:
         seconds, stop_below = self.train_cpu_time(), self.task.stop_below
@@ -396,8 +387,8 @@ class BudgetEvalCallback(BaseCallback):
     def evaluate(self) -> dict[str, float]:
         """:return: The new record (:data:`EVAL_COLUMNS` after ``seed``)"""
         train_time, train_cpu_time = self.train_time(), self.train_cpu_time()
-        with self._excluded():
-            returns = self._returns()
+        with self.excluded():
+            returns, lengths = self._returns()
         steps = int(self.model.num_timesteps)
         record = {
             "timesteps": steps,
@@ -409,12 +400,16 @@ class BudgetEvalCallback(BaseCallback):
             "curriculum_length": curriculum_length(self.model.get_env()),
         }
         self.records.append(record)
-        if self.progress is not None:
-            with self._excluded():  # writing the records is not training either
-                if isinstance(self.progress, Path):
-                    write_atomically(self.progress, self.evaluations().to_csv(index=False))
-                else:
-                    self.progress(self.evaluations())
+        if self.episodes is not None:
+            self.episodes.append((returns, lengths))
+        with self.excluded():  # writing the records is not training either
+            if isinstance(self.progress, Path):
+                write_atomically(self.progress, self.evaluations().to_csv(index=False))
+            elif self.progress is not None:
+                self.progress(self.evaluations())
+            if self.zoo_folder is not None:
+                path = zoo_evaluations_path(self.zoo_folder, self.task.algo, self.task.env, self.task.seed)
+                write_zoo_evaluations(path, self.records, self.episodes)
         return record
 
     def evaluations(self) -> pd.DataFrame:
@@ -422,19 +417,98 @@ class BudgetEvalCallback(BaseCallback):
         columns = {"algo": self.task.algo, "env": self.task.env, "seed": self.task.seed}
         return pd.DataFrame([{**columns, **row} for row in self.records])
 
-    def _returns(self) -> list[float]:
-        """:return: The returns of this evaluation (:data:`METRICS`)"""
+    def _returns(self) -> tuple[list[float], list[int]]:
+        """:return: The episode returns and lengths of this evaluation (:data:`METRICS`)"""
         if self.task.metric == "train":
-            return [float(info["r"]) for info in self.model.ep_info_buffer or []]
+            infos = list(self.model.ep_info_buffer or [])
+            return [float(info["r"]) for info in infos], [int(info["l"]) for info in infos]
         assert self.eval_env is not None, "metric 'eval' needs an evaluation env"
         train_norm, eval_norm = self.model.get_vec_normalize_env(), unwrap_vec_normalize(self.eval_env)
         if isinstance(train_norm, VecNormalize) and eval_norm is not None:
             eval_norm.obs_rms = copy.deepcopy(train_norm.obs_rms)
             eval_norm.training = False
-        episode_returns, _ = evaluate_policy(
+        episode_returns, episode_lengths = evaluate_policy(
             self.model, self.eval_env, self.task.n_eval_episodes, deterministic=True, return_episode_rewards=True, warn=False
         )
-        return [float(value) for value in episode_returns]  # type: ignore[union-attr]
+        return [float(value) for value in episode_returns], [int(value) for value in episode_lengths]  # type: ignore[union-attr]
+
+
+class CPUTimeCheckpointCallback(CheckpointCallback):
+    """
+    SB3's ``CheckpointCallback`` for the run of a :class:`BudgetEvalCallback`, by CPU time and in the files of
+    :mod:`benchmarks.checkpoint` (npz and JSON, never pickle; the random states; each checkpoint whole or absent): a
+    checkpoint every ``every`` CPU seconds of training instead of every ``save_freq`` calls, at the start of a collection
+    (after the last update, so that every step counted was trained on; one collection later when a CPU-time evaluation
+    is due, so that it holds that evaluation). Its time is left out of the run's training time.
+
+    :param budget: The run's budget callback: its clock, its evaluation marks and the :meth:`BudgetEvalCallback.state`
+        a checkpoint holds (put this callback right after it)
+    :param save_path: The run's checkpoint folder
+    :param every: CPU seconds of training between checkpoints
+    """
+
+    def __init__(self, budget: BudgetEvalCallback, save_path: str, every: float):
+        super().__init__(save_freq=1, save_path=save_path, name_prefix="ckpt", save_replay_buffer=True, save_vecnormalize=True)
+        self.budget, self.every = budget, every
+        #: CPU seconds of training at the last checkpoint (a resumed run: its checkpoint's)
+        self.last_checkpoint = 0.0
+        self._waited = False
+
+    def _on_step(self) -> bool:
+        return True  # checkpoints come at the start of a collection (_on_rollout_start), not every save_freq steps
+
+    def _on_rollout_start(self) -> None:
+        seconds = self.budget.train_cpu_time()
+        if seconds - self.last_checkpoint < self.every:
+            return
+        if seconds >= self.budget.next_cpu_mark and not self._waited:
+            # the mark's evaluation comes at the next step: wait one collection so that the checkpoint holds its row
+            self._waited = True
+            return
+        self._waited = False
+        self.save()
+
+    def save(self) -> Path:
+        """:return: The folder of a new checkpoint of the run (model, buffers, random states, the budget's state)"""
+        with self.budget.excluded():
+            state = self.budget.state()
+            folder = save_checkpoint(self.save_path, self.model, state)
+        self.last_checkpoint = state["cpu_time_s"]
+        return folder
+
+
+def zoo_evaluations_path(log_folder: str | Path, algo: str, env_id: str, seed: int) -> Path:
+    """:return: Where a run's ``evaluations.npz`` goes in rl-zoo3's layout, ``<log folder>/<algo>/<env>_<seed>/``
+    (the seed in place of rl-zoo3's experiment number; a results folder's log folder is ``<out>/zoo``)"""
+    return Path(log_folder) / safe_name(algo) / f"{safe_name(env_id)}_{seed}" / "evaluations.npz"
+
+
+def write_zoo_evaluations(
+    path: Path, records: Sequence[Mapping[str, float]], episodes: Sequence[tuple[Sequence[float], Sequence[int]]] | None
+) -> None:
+    """
+    Write a run's evaluations as SB3's ``EvalCallback`` writes them (``timesteps``; ``results`` and ``ep_lengths``, one
+    row per evaluation, one column per episode), through a temporary file and a rename.
+
+    :param records: The evaluations (``timesteps``, ``mean_return``), as in ``evaluations.csv``
+    :param episodes: Each evaluation's episode returns and lengths; ``None`` (not kept) or a varying number of episodes
+        (the ``train`` metric): ``results`` holds two columns, ``mean_return - std_return`` and ``mean_return +
+        std_return``, whose mean and standard deviation are the recorded ones (rl-zoo3's plots need two episodes or
+        more), and ``ep_lengths`` NaN
+    """
+    counts = {len(returns) for returns, _ in episodes or []}
+    if episodes is not None and len(episodes) == len(records) and len(counts) == 1 and 0 not in counts:
+        results = np.array([returns for returns, _ in episodes], dtype=np.float64)
+        lengths = np.array([lengths for _, lengths in episodes], dtype=np.float64).astype(np.int64)
+    else:
+        spread = [(record["mean_return"], record.get("std_return", math.nan)) for record in records]
+        results = np.array([[mean - std, mean + std] for mean, std in spread], dtype=np.float64).reshape(-1, 2)
+        lengths = np.full(results.shape, np.nan)
+    timesteps = np.array([record["timesteps"] for record in records], dtype=np.int64)
+    archive = io.BytesIO()
+    np.savez(archive, timesteps=timesteps, results=results, ep_lengths=lengths)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, archive.getvalue())
 
 
 def _spec_reward_threshold(env_id: str) -> float | None:
@@ -508,6 +582,7 @@ def run_experiment(
     task: RunTask,
     progress_path: str | Path | Callable[[pd.DataFrame], None] | None = None,
     callbacks: Sequence[BaseCallback] = (),
+    zoo_folder: Path | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     Train one run in the current process (one torch thread), evaluating along the way. With ``task.checkpoint_dir``,
@@ -517,6 +592,8 @@ def run_experiment(
     :param task: The run
     :param progress_path: Where the evaluations so far go after each evaluation: a CSV rewritten, or a callable
     :param callbacks: More callbacks for ``learn`` (after the harness's own and the entry's)
+    :param zoo_folder: rl-zoo3's log folder where the run's ``evaluations.npz`` goes after each evaluation (``None``:
+        none; a results folder's is ``<out>/zoo``)
     :return: Its evaluations (columns :data:`EVAL_COLUMNS`) and metadata (``resumed_from``: the step count of the
         checkpoint it started from, 0 for a fresh start)
     """
@@ -532,17 +609,21 @@ def run_experiment(
         if task.stop_at_threshold and threshold is None:
             raise ValueError(f"stop_at_threshold needs a reward threshold and {task.env} has none: give one (--threshold)")
         stop_threshold = threshold if task.stop_at_threshold else None
-        callback = BudgetEvalCallback(task, experiment.eval_env, stop_threshold, progress_path)
+        callback = BudgetEvalCallback(task, experiment.eval_env, stop_threshold, progress_path, zoo_folder)
+        checkpoints = (
+            [CPUTimeCheckpointCallback(callback, task.checkpoint_dir, task.checkpoint_every)] if task.checkpoint_dir else []
+        )
         restored = restore_checkpoint(task.checkpoint_dir, model) if task.checkpoint_dir is not None else None
         if restored is not None:
             model, state = restored
             callback.load_state(state)
+            checkpoints[0].last_checkpoint = float(state["cpu_time_s"])
             resumed_from = int(model.num_timesteps)
             assert train_env is not None
             train_env.seed(task.seed + RESUME_SEED_OFFSET + resumed_from)  # the restarted episodes are new ones
         remaining = task.steps - model.num_timesteps
         if remaining > 0 and not callback.cpu_budget_spent():
-            callbacks = [callback, *experiment.callbacks, *callbacks]
+            callbacks = [callback, *checkpoints, *experiment.callbacks, *callbacks]
             model.learn(total_timesteps=remaining, callback=callbacks, reset_num_timesteps=resumed_from == 0)
         if not callback.records or callback.records[-1]["timesteps"] != model.num_timesteps:
             callback.evaluate()
@@ -631,4 +712,13 @@ def now() -> str:
 
 
 def read_json(path: Path, default: Any) -> Any:
-    return json.loads(path.read_text()) if path.is_file() else default
+    """:return: The content of the JSON file ``path`` (``default`` when there is none)
+
+    :raises BadFileError: naming the file if it is torn or holds another type of value than ``default``"""
+    if not path.is_file():
+        return default
+    with reading(path, "JSON"):
+        content = json.loads(path.read_text())
+    if not isinstance(content, type(default)):
+        raise BadFileError(f"{path}: holds a {type(content).__name__}, expected a {type(default).__name__}")
+    return content

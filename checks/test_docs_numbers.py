@@ -11,6 +11,7 @@ a number that its page no longer writes fails the check (the number changed: che
 Prose is a page without what is not prose: its generated blocks, code (fenced blocks and inline code), math
 (``$...$``), HTML comments, headings, link targets and dates. Of the prose, these numbers are not results (:func:`numbers`):
 
+- an exponent (``2**32``);
 - part of a name: a number joined to a letter or an underscore (``HalfCheetah-v5``, ``sb3_pcl``, ``1e-3`` written
   ``lr1e-3``, ``arXiv:1707.01891``);
 - a version (``Python 3.11``, ``0.3.0``: a word of :data:`VERSIONED` before it, or two dots);
@@ -57,7 +58,7 @@ VERSIONED = ("Python", "torch", "PyTorch", "SB3", "Stable-Baselines3", "rl-zoo3"
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 #: a number as the prose writes it: sign, digits (thousands with ``,`` or ``_``), decimals, exponent, unit suffix
 NUMBER = re.compile(
-    r"(?<![\w.:])(?<![a-jl-z_]-)(?<![A-LN-Z]-)(?:(?<![\d)])-)?\d(?:[\d,_]*\d)?(?:\.\d+)?(?:e[-+]?\d+)?(?:[kM%]|x(?!\w))?(?![\w.]\w)"
+    r"(?<![\w.:])(?<!\d\*\*)(?<![a-jl-z_]-)(?<![A-LN-Z]-)(?:(?<![\d)])-)?\d(?:[\d,_]*\d)?(?:\.\d+)?(?:e[-+]?\d+)?(?:[kM%]|x(?!\w))?(?![\w.]\w)"
 )
 
 
@@ -133,7 +134,7 @@ def test_the_rules_set_aside_names_versions_years_and_counts() -> None:
     text = "HalfCheetah-v5 on 3 seeds at 1M steps: 6432 [6030, 7024], -88.2, p = 0.44 (Python 3.11, the 2017 recipe)"
     assert numbers(prose(text)) == ["1M", "6432", "6030", "7024", "-88.2", "0.44"]
     assert numbers(prose("seeds 0-2 and 100-102, `lr=3e-3`, $\\gamma = 0.99$, ICLR 2018, 2026-11-27")) == ["100", "102"]
-    assert numbers(prose("rewards of 1e30 overflow float32 (3.4e38)")) == []
+    assert numbers(prose("rewards of 1e30 overflow float32 (3.4e38), seeds up to 2**32 - 1")) == []
     assert numbers(prose("`--steps 300000\n--block 25000` ran")) == []
     assert numbers(prose("0.82M-1.94M and 77k-347k steps")) == ["0.82M", "1.94M", "77k", "347k"]
     assert numbers(prose("(Nachum, 2017-2018) at 95% bootstrap intervals, on Python >= 3.11\n```\n1234\n```")) == []

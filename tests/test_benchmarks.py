@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import algorithms, backends, harness, reporting, store
+from benchmarks import algorithms, backends, campaign, harness, reporting, store
 from benchmarks.run import main, parse_thresholds, run_grid
 from benchmarks.store import finish_invocation
 from benchmarks.summary import resolve_thresholds, summarize_results, threshold_crossings
@@ -108,6 +108,42 @@ def _hand_made_frame() -> pd.DataFrame:
         for timesteps, value in zip([0, 100, 200, 300], values, strict=True):
             rows.append(("algo", "Env-v0", seed, timesteps, value, 1.0, timesteps / 100, timesteps / 50, 100.0, math.nan))
     return pd.DataFrame(rows, columns=list(harness.EVAL_COLUMNS))
+
+
+def test_runs_write_rl_zoo3_log_folders_that_its_plots_read(
+    tiny_grid: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    import matplotlib
+    from matplotlib import pyplot as plt
+    from rl_zoo3.plots.all_plots import all_plots
+
+    out, _ = tiny_grid
+    frame = store.read_evaluations(out)
+    runs = frame.sort_values("timesteps").groupby(["algo", "env", "seed"])
+    for (algo, env, seed), run in runs:  # as SB3's EvalCallback writes them: every episode of every evaluation
+        with np.load(harness.zoo_evaluations_path(out / harness.ZOO_DIRNAME, algo, env, seed)) as log:
+            assert log["timesteps"].tolist() == run["timesteps"].tolist() and log["results"].shape == (len(run), 2)
+            assert np.allclose(log["results"].mean(axis=1), run["mean_return"])
+            assert log["ep_lengths"].dtype == np.int64 and (log["ep_lengths"] > 0).all()
+    # export-zoo keeps the runs' own files; into another folder, it writes the CSV's mean -/+ std
+    assert store.export_zoo(out) == []
+    assert campaign.main(["export-zoo", str(out), "--to", str(tmp_path / "zoo")]) == 0
+    for (algo, env, seed), run in runs:
+        with np.load(harness.zoo_evaluations_path(tmp_path / "zoo", algo, env, seed)) as log:
+            assert np.allclose(log["results"].mean(axis=1), run["mean_return"])
+            assert np.allclose(log["results"].std(axis=1), run["std_return"])
+    capsys.readouterr()
+    folders = [str(out / harness.ZOO_DIRNAME), str(tmp_path / "zoo")]
+    argv = ["all_plots", "-a", "ppo", "a2c", "-e", "CartPole-v1", "-f", *folders, "--no-display", "-o", str(tmp_path / "c")]
+    monkeypatch.setattr("sys.argv", argv)
+    with matplotlib.rc_context():  # all_plots sets seaborn's style
+        all_plots()
+        plt.close("all")
+    table = capsys.readouterr().out
+    final = runs.tail(1).groupby("algo")["mean_return"].mean()
+    for algo in ("ppo", "a2c"):
+        assert table.count(f"{final[algo]:.0f} +/- ") == 2, table  # each folder's row: the mean of the last evaluations
+    assert (tmp_path / "c.pkl").is_file()
 
 
 def test_threshold_logic() -> None:

@@ -56,44 +56,108 @@ def test_runs_go_seed_by_seed_in_the_file_order(tmp_path: Path) -> None:
     assert loaded.report_marks == ("timesteps", (300.0, 600.0, 1200.0))  # 25%, 50%, 100% of the largest budget
 
 
+def _run(**change: object) -> dict:
+    """:return: A campaign change: one run of a2c on CartPole-v1 for 10 steps, with ``change`` (``None``: key removed)"""
+    run = {"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, **change}
+    return {"runs": [{key: value for key, value in run.items() if value is not None}]}
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0]}]}, "exactly one budget"),
-        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "cpu_seconds": 1}]}, "exactly one"),
-        ({"runs": [{"algo": "nope", "env": "CartPole-v1", "seeds": [0], "steps": 10}]}, "Unknown algorithm"),
-        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": -1}]}, "steps must be a positive"),
-        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": "0", "steps": 10}]}, "seeds must be a list"),
-        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "typo": 1}]}, "unknown keys"),
-        ({"runs": [{"algo": "sac", "env": "HalfCheetah-v5", "seeds": [0], "steps": 10}]}, "no entry for HalfCheetah-v5"),
-        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0, 0], "steps": 10}]}, "listed twice"),
-        ({"eval": {"episodes": 3}}, "every_cpu_seconds and/or every_steps"),
-        ({"eval": {"every_cpu_seconds": 0}}, "must be a positive number"),
-        ({"report": {"minutes": [1]}}, "'report' takes one of"),
-        ({"outt": "x"}, "unknown keys"),
+        (_run(steps=None), r"runs\[0\]: give exactly one budget"),
+        (_run(cpu_seconds=1), r"runs\[0\]: give exactly one budget"),
+        (_run(algo="nope"), r"runs\[0\]: Unknown algorithm"),
+        (_run(algo=3), r"runs\[0\]\.algo: must be a non-empty string"),
+        (_run(steps=-1), r"runs\[0\]\.steps: must be a positive number, got -1"),
+        (_run(steps=2.5), r"runs\[0\]\.steps: must be a whole number"),
+        (_run(steps="1e6"), r"runs\[0\]\.steps: .*YAML reads 1e6 as text"),
+        (_run(max_steps=10), r"runs\[0\]\.max_steps: caps a cpu_seconds budget"),
+        (_run(seeds="0"), r"runs\[0\]\.seeds: must be a non-empty list"),
+        (_run(seeds=[0, -1]), r"runs\[0\]\.seeds\[1\]: must be a whole number from 0 to 2\*\*32 - 1, got -1"),
+        (_run(seeds=[2**32]), r"runs\[0\]\.seeds\[0\]: must be a whole number from 0 to 2\*\*32 - 1"),
+        (_run(seeds=[True]), r"runs\[0\]\.seeds\[0\]: must be a whole number"),
+        (_run(seeds=[1.0]), r"runs\[0\]\.seeds\[0\]: must be a whole number"),
+        (_run(typo=1), r"runs\[0\]: unknown keys \['typo'\]"),
+        (_run(envs=["CartPole-v1"]), r"runs\[0\]: give env .* or envs"),
+        (_run(env=None), r"runs\[0\]: give env .* or envs"),
+        (_run(env=None, envs=["CartPole-v1", 4]), r"runs\[0\]\.envs\[1\]: must be a non-empty string"),
+        (_run(algo="sac", env="HalfCheetah-v5"), r"runs\[0\]: .*no entry for HalfCheetah-v5"),
+        (_run(seeds=[0, 0]), "runs: runs listed twice"),
+        (_run(zoo_v4_entries="false"), r"runs\[0\]\.zoo_v4_entries: must be true or false \(unquoted\), got 'false'"),
+        (_run(tuning_seeds="yes"), r"runs\[0\]\.tuning_seeds: must be true or false"),
+        (_run(hyperparams_dir="no/such/folder"), r"runs\[0\]\.hyperparams_dir: folder 'no/such/folder' not found"),
+        (_run(vec_env="fast"), r"runs\[0\]\.vec_env: must be one of dummy, subproc, algorithmic"),
+        (_run(entry=""), r"runs\[0\]\.entry: must be a non-empty string"),
+        (_run(stop_below={"by_steps": 5}), r"runs\[0\]\.stop_below: missing best_return"),
+        (_run(stop_below={"by_steps": 5, "best_return": "1e9"}), r"stop_below\.best_return: .*YAML reads 1e6 as text"),
+        (_run(stop_below=[5, 1]), r"runs\[0\]\.stop_below: must be a mapping of by_steps, best_return"),
+        (_run(steps=None, cpu_seconds=5, vec_env="subproc"), r"runs\[0\]: .*env worker"),
+        ({"runs": []}, "runs: must be a non-empty list"),
+        ({"runs": ["a2c"]}, r"runs\[0\]: must be a mapping of algo"),
+        ({"eval": {"episodes": 3}}, "eval: needs every_cpu_seconds and/or every_steps"),
+        ({"eval": {"every_cpu_seconds": 0}}, r"eval\.every_cpu_seconds: must be a positive number"),
+        ({"eval": {"every_steps": 200, "episode": 3}}, r"eval: unknown keys \['episode'\]"),
+        ({"eval": {"every_steps": 200, "at_start": "false"}}, r"eval\.at_start: must be true or false"),
+        ({"eval": {"every_steps": 200, "episodes": 2.5}}, r"eval\.episodes: must be a whole number"),
+        ({"checkpoint_every": float("nan")}, "checkpoint_every: must be a positive number"),
+        ({"zoo_v4_entries": "false"}, "zoo_v4_entries: must be true or false"),
+        ({"hyperparams_dir": "no/such/folder"}, "hyperparams_dir: folder 'no/such/folder' not found"),
+        ({"report": {"minutes": [1]}}, r"report: unknown keys \['minutes'\]"),
+        ({"report": {"steps": [100], "cpu_seconds": [1]}}, "report: takes one of"),
+        ({"report": {"steps": []}}, r"report\.steps: must be a non-empty list"),
+        ({"report": {"steps": [100, 1.5]}}, r"report\.steps\[1\]: must be a whole number"),
+        ({"outt": "x"}, r"unknown keys \['outt'\]"),
+        ({"out": 5}, "out: must be a non-empty string"),
+        ({"notes": ["a"]}, "notes: must be text"),
+        ({"order": "random"}, "order: must be one of by_seed, by_block"),
         ({"reference": {"algo": "sac", "columns": {"Paper": {"CartPole-v1": 1}}}}, "not an algorithm of the campaign"),
-        ({"reference": {"algo": "a2c", "columns": {"Paper": {"Pendulum-v1": 1}}}}, "env ids of the campaign's runs"),
-        ({"reference": {"algo": "a2c", "columns": {"Paper": {"CartPole-v1": "high"}}}}, "must be a finite number"),
-        ({"reference": {"algo": "a2c", "columns": {}}}, "must map column names"),
-        ({"reference": {"algo": "a2c", "table": {}}}, "'reference' takes algo, columns"),
-        ({"docs": "docs/page.md"}, "'docs' must be a list"),
-        ({"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "tuning_seeds": "yes"}]}, "true or false"),
+        ({"reference": {"algo": "a2c", "columns": {"Paper": {"Pendulum-v1": 1}}}}, r"\['Paper'\]: unknown keys"),
         (
-            {"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "steps": 10, "stop_below": {"by_steps": 5}}]},
-            "stop_below must be",
+            {"reference": {"algo": "a2c", "columns": {"Paper": {"CartPole-v1": "high"}}}},
+            r"reference\.columns\['Paper'\]\['CartPole-v1'\]: must be a finite number",
         ),
-        (
-            {"runs": [{"algo": "a2c", "env": "CartPole-v1", "seeds": [0], "cpu_seconds": 5, "vec_env": "subproc"}]},
-            "env worker",
-        ),
+        ({"reference": {"algo": "a2c", "columns": {}}}, "reference.columns: must map column names"),
+        ({"reference": {"algo": "a2c", "table": {}}}, r"reference: unknown keys \['table'\]"),
+        ({"reference": {"algo": "a2c", "columns": {"P": {}}, "note": 3}}, "reference.note: must be text"),
+        ({"docs": "docs/page.md"}, "docs: must be a list of file paths"),
+        ({"docs": ["docs/no_such_page.md"]}, r"docs\[0\]: file 'docs/no_such_page.md' not found"),
     ],
 )
-def test_bad_campaign_files_are_refused_naming_the_problem(tmp_path: Path, change: dict, message: str) -> None:
+def test_bad_campaign_files_are_refused_naming_the_key_and_the_problem(tmp_path: Path, change: dict, message: str) -> None:
     spec = {**_tiny(tmp_path), **change}
     path = _write(tmp_path, spec)
-    with pytest.raises(ValueError, match=message) as info:
+    with pytest.raises(checkpoint.BadFileError, match=message) as info:
         campaign.load_campaign(path, tmp_path)
-    assert str(path) in str(info.value)
+    assert str(info.value).startswith(f"{path}: ")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("out: [unclosed\n", "cannot be read as YAML"), ("- out\n", "must be a mapping of out"), ("", "must be a mapping")],
+)
+def test_unreadable_campaign_files_are_refused_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "campaign.yml"
+    path.write_text(text)
+    with pytest.raises(checkpoint.BadFileError, match=message) as info:
+        campaign.load_campaign(path, tmp_path)
+    assert str(info.value).startswith(f"{path}: ")
+    with pytest.raises(checkpoint.BadFileError, match="cannot be read"):
+        campaign.load_campaign(tmp_path / "missing.yml", tmp_path)
+
+
+def test_the_largest_seed_and_existing_docs_and_folders_are_accepted(tmp_path: Path) -> None:
+    (tmp_path / "page.md").write_text("# Page\n")
+    spec = {**_tiny(tmp_path), **_run(seeds=[campaign.MAX_SEED]), "docs": [str(tmp_path / "page.md")]}
+    spec["runs"][0]["hyperparams_dir"] = str(tmp_path)
+    loaded = campaign.load_campaign(_write(tmp_path, spec), tmp_path)
+    assert [task.seed for task in loaded.tasks] == [campaign.MAX_SEED] and loaded.docs == (tmp_path / "page.md",)
+    assert loaded.tasks[0].hyperparams_dir == str(tmp_path)
+
+
+@pytest.mark.parametrize("path", sorted(CAMPAIGNS_DIR.glob("*.yml")), ids=lambda path: path.name)
+def test_every_committed_campaign_file_validates(path: Path) -> None:
+    assert campaign.load_campaign(path).tasks
 
 
 #: the stamp of rows written by an earlier session, on another machine
@@ -194,7 +258,17 @@ def test_a_campaign_runs_once_at_a_time(tmp_path: Path, capsys: pytest.CaptureFi
     with campaign._running(loaded), pytest.raises(SystemExit):
         campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0"])
     assert "is already running (pid" in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out" / "config.json").exists() and not (tmp_path / "out" / "evaluations.csv").exists()
+
+
+def test_a_second_run_with_another_checkpoint_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = _write(tmp_path, _tiny(tmp_path))
+    with campaign._running(campaign.load_campaign(path, tmp_path / "checkpoints")), pytest.raises(SystemExit):
+        campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "elsewhere"), "--nice", "0"])
+    error = capsys.readouterr().err
+    assert "is already running (pid" in error and f"checkpoints in {tmp_path / 'checkpoints'}" in error
+    assert f"this one: checkpoints in {tmp_path / 'elsewhere'}" in error
+    assert not (tmp_path / "out" / "config.json").exists()
 
 
 def test_intervals_from_six_seeds_and_marks() -> None:
@@ -443,5 +517,5 @@ def test_order_by_block_runs_each_task_and_seed_for_every_algorithm_together(tmp
     assert [(task.seed, task.env, task.algo) for task in blocks] == [
         (seed, env, algo) for seed in (0, 1) for env in ("CartPole-v1", "Acrobot-v1") for algo in ("a2c", "ppo")
     ]
-    with pytest.raises(ValueError, match="order must be one of"):
+    with pytest.raises(ValueError, match="order: must be one of"):
         campaign.load_campaign(_write(tmp_path, {**spec, "order": "random"}), tmp_path / "checkpoints")

@@ -189,11 +189,12 @@ def test_the_random_states_continue_after_a_restore(tmp_path: Path) -> None:
     experiment = harness.make_experiment("a2c", "CartPole-v1", 0, eval_env=False)
     try:
         random.random(), np.random.random(5), th.rand(5)  # the streams have moved on since the model was seeded
-        checkpoint.save_checkpoint(tmp_path, experiment.model, {"timesteps": 0})
+        state = {"timesteps": 0, "cpu_time_s": 0.0, "wall_time_s": 0.0, "next_cpu_mark": 1.0, "records": []}
+        checkpoint.save_checkpoint(tmp_path, experiment.model, state)
         expected = (random.random(), np.random.random(), th.rand(1).item())
         random.seed(1), np.random.seed(1), th.manual_seed(1)
         restored = checkpoint.restore_checkpoint(tmp_path, experiment.model)
-        assert restored is not None and restored[1] == {"timesteps": 0}
+        assert restored is not None and restored[1] == state
         assert (random.random(), np.random.random(), th.rand(1).item()) == expected
     finally:
         experiment.model.get_env().close()  # type: ignore[union-attr]
@@ -229,3 +230,24 @@ def test_a_checkpoint_at_a_cpu_mark_holds_that_mark_s_evaluation(tmp_path: Path,
     assert state is not None and 0.5 <= state["cpu_time_s"] < 1.0
     assert [record["cpu_time_s"] for record in state["records"]] == [0.0, 0.5]
     assert state["timesteps"] == state["records"][-1]["timesteps"]  # one collection (one step) after the mark
+
+
+def test_a_resumed_run_s_zoo_log_holds_every_evaluation(tmp_path: Path) -> None:
+    """rl-zoo3's ``evaluations.npz`` of a run resumed from a checkpoint holds the evaluations before it too; a
+    checkpoint written without the episodes (by an earlier version) gives each evaluation's mean -/+ std."""
+    for kept in (True, False):
+        changes = {"n_eval_episodes": 2, "out_dir": str(tmp_path / "out"), "checkpoint_dir": str(tmp_path / str(kept))}
+        task = harness.RunTask(**{**_task(tmp_path, "a2c", "CartPole-v1", 400).__dict__, **changes})
+        with pytest.raises(Crash):
+            harness.run_experiment(task, tmp_path / "rows.csv", [CrashAt(300)], tmp_path / "zoo")
+        state_path = checkpoint.latest_checkpoint(task.checkpoint_dir) / checkpoint.STATE_FILENAME  # type: ignore[arg-type, operator]
+        state = json.loads(state_path.read_text())
+        assert len(state["episodes"]) == len(state["records"]) > 1
+        if not kept:
+            state_path.write_text(json.dumps({**state, "episodes": None}))
+        frame, _ = harness.run_experiment(task, tmp_path / "rows.csv", zoo_folder=tmp_path / "zoo")
+        zoo = harness.zoo_evaluations_path(tmp_path / "zoo", task.algo, task.env, task.seed)
+        with np.load(zoo) as log:
+            assert log["timesteps"].tolist() == frame["timesteps"].tolist() and log["results"].shape == (len(frame), 2)
+            assert np.allclose(log["results"].mean(axis=1), frame["mean_return"])
+            assert (log["ep_lengths"].dtype == np.int64) == kept
