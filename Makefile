@@ -1,7 +1,7 @@
 # Developer shortcuts; CI runs .ci/run.
 PYTHON ?= python
 
-.PHONY: install pytest pytest-slow check-repo check-experiments lint format type check docs benchmark benchmark-classic
+.PHONY: install pytest pytest-slow pytest-golden check-repo check-experiments lint format type check docs benchmark benchmark-classic
 
 install:
 	pip install torch==2.13.0
@@ -13,10 +13,15 @@ pytest:
 pytest-slow:
 	$(PYTHON) -m pytest -q -m slow
 
+# The golden runs alone (also in the default run): bit-identical on the kinds of CPU with digests, close on any
+pytest-golden:
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m golden
+
 # Checks of the repository rather than the library: page lengths, the results' bookkeeping (every committed number
-# regenerable, every shipped entry backed by a results table), README / CI / pyproject agreeing
+# regenerable, every number of the docs' prose sourced, every shipped entry backed by a results table), README / CI /
+# pyproject agreeing: the modules of checks/, and the tests marked repo in the modules of tests/ that mix both
 check-repo:
-	$(PYTHON) -m pytest -q -p no:cacheprovider -m repo
+	$(PYTHON) -m pytest -q -p no:cacheprovider -m repo checks tests
 
 # The experiment commands of benchmarks/experiments/ (speed, diagnose, demonstrations, buffer_memory) on tiny budgets
 check-experiments:

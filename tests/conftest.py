@@ -1,10 +1,13 @@
 """Shared pytest fixtures."""
 
+import copy
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch as th
+from pcl_testing import FAST
 
 #: the integrations that are in no default extra (pyproject.toml: integrations): their tests skip without them, unless
 #: CI sets SB3_PCL_INTEGRATIONS=required after installing them, where a missing one fails the run instead
@@ -23,6 +26,12 @@ def _import_or_fail(modname: str, minversion: str | None = None, reason: str | N
 _importorskip = pytest.importorskip
 if os.environ.get("SB3_PCL_INTEGRATIONS") == "required":
     pytest.importorskip = _import_or_fail  # type: ignore[assignment]
+
+
+@pytest.fixture
+def fast_settings() -> dict[str, Any]:
+    """:return: a copy of :data:`pcl_testing.FAST`, the fast settings of the PCL family, for a test to change"""
+    return copy.deepcopy(FAST)
 
 
 @pytest.fixture(autouse=True)

@@ -1,19 +1,23 @@
 """
 Seeded golden runs that pin the algorithms' numbers through refactors (``tests/test_golden.py``).
 
-Each run trains a few hundred steps on the CPU with a fixed seed and one torch thread, and returns a digest of
-the final policy parameters and of every logged loss (the ``train/*loss*`` values at each log dump). A digest
-changes when any bit of either changes, and differs between kinds of CPU (``tests/test_golden.py``).
-``python tests/golden_runs.py`` prints the digests of the current code on this CPU.
+Each run trains a few hundred steps on the CPU with a fixed seed and one torch thread, and returns an
+:class:`Outcome`: a digest of the final policy parameters and of every logged loss (the ``train/*loss*`` values at each
+log dump), and the numbers themselves in float64 (summaries of the parameters, every loss). A digest changes when any
+bit changes, and differs between kinds of CPU; the numbers are compared within a tolerance on any CPU
+(``tests/test_golden.py``). ``python tests/golden_runs.py`` prints the digests of the current code on this CPU;
+``python tests/golden_runs.py --record-values`` rewrites :data:`VALUES_FILE` from this CPU's runs.
 """
 
 import contextlib
 import hashlib
+import json
 import os
 import platform
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +49,41 @@ class _LossRecorder(KVWriter):
         pass
 
 
-def _digest(model: BaseAlgorithm, recorder: _LossRecorder) -> dict[str, str]:
+#: the float64 numbers of every golden run as recorded on one CPU (``--record-values``), compared within a tolerance
+VALUES_FILE = Path(__file__).with_name("golden_values.json")
+#: fixed random directions the parameters are projected on (one draw per parameter count, seeded)
+N_PROJECTIONS = 3
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a golden run ends with.
+
+    :param digests: ``params`` and ``losses``: the first 16 hex digits of the sha256 of the bytes of each (float64)
+    :param values: ``params``: the parameters' sum, their Euclidean norm and their projections on
+        :data:`N_PROJECTIONS` fixed random directions; each logged loss key (``train/loss``, ...): its values in log
+        order
+    """
+
+    digests: dict[str, str]
+    values: dict[str, list[float]]
+
+
+def _outcome(model: BaseAlgorithm, recorder: _LossRecorder) -> Outcome:
     assert recorder.records, "the run logged no loss"
     params = th.cat([p.detach().reshape(-1).double() for p in model.policy.parameters()]).cpu().numpy()
     losses = np.array([value for _, value in recorder.records], dtype=np.float64)
-    return {
-        "params": hashlib.sha256(params.tobytes()).hexdigest()[:16],
-        "losses": hashlib.sha256(losses.tobytes()).hexdigest()[:16],
-    }
+    directions = np.random.default_rng(0).standard_normal((N_PROJECTIONS, params.size))
+    values = {"params": [float(params.sum()), float(np.linalg.norm(params)), *map(float, directions @ params)]}
+    for key, value in recorder.records:
+        values.setdefault(key, []).append(value)
+    return Outcome(
+        digests={
+            "params": hashlib.sha256(params.tobytes()).hexdigest()[:16],
+            "losses": hashlib.sha256(losses.tobytes()).hexdigest()[:16],
+        },
+        values=values,
+    )
 
 
 def _train(model: BaseAlgorithm, steps: int, **learn_kwargs: Any) -> _LossRecorder:
@@ -66,21 +97,21 @@ def _train(model: BaseAlgorithm, steps: int, **learn_kwargs: Any) -> _LossRecord
 FAST: dict[str, Any] = {**PCL_FAST, "seed": 0}
 
 
-def _off_policy(cls: type, policy: str, env_id: str, steps: int = 400, n_envs: int = 2, **kwargs: Any) -> dict[str, str]:
+def _off_policy(cls: type, policy: str, env_id: str, steps: int = 400, n_envs: int = 2, **kwargs: Any) -> Outcome:
     env = make_vec_env(env_id, n_envs=n_envs, seed=0)
     model = cls(policy, env, **{**FAST, **kwargs})
-    return _digest(model, _train(model, steps))
+    return _outcome(model, _train(model, steps))
 
 
-def _pcl_discrete() -> dict[str, str]:
+def _pcl_discrete() -> Outcome:
     return _off_policy(PCL, "MlpPolicy", "CartPole-v1")
 
 
-def _pcl_box() -> dict[str, str]:
+def _pcl_box() -> Outcome:
     return _off_policy(PCL, "MlpPolicy", "Pendulum-v1", clip_adv=1.0)
 
 
-def _pcl_replay_options() -> dict[str, str]:
+def _pcl_replay_options() -> Outcome:
     return _off_policy(
         PCL,
         "MlpPolicy",
@@ -95,27 +126,27 @@ def _pcl_replay_options() -> dict[str, str]:
     )
 
 
-def _pcl_unified() -> dict[str, str]:
+def _pcl_unified() -> Outcome:
     return _off_policy(PCL, "UnifiedMlpPolicy", "CartPole-v1", relative_entropy_coef=0.01)
 
 
-def _pcl_lstm() -> dict[str, str]:
+def _pcl_lstm() -> Outcome:
     return _off_policy(RecurrentPCL, "MlpPrevActionLstmPolicy", "CartPole-v1", steps=300)
 
 
-def _pcl_unified_lstm() -> dict[str, str]:
+def _pcl_unified_lstm() -> Outcome:
     return _off_policy(RecurrentPCL, "UnifiedMlpLstmPolicy", "CartPole-v1", steps=300)
 
 
-def _value_fit(kind: str, **fit_kwargs: Any) -> Callable[[], dict[str, str]]:
-    def run() -> dict[str, str]:
+def _value_fit(kind: str, **fit_kwargs: Any) -> Callable[[], Outcome]:
+    def run() -> Outcome:
         return _off_policy(PCL, "MlpPolicy", "Pendulum-v1", batch_size=8, value_fit=kind, value_fit_kwargs=fit_kwargs)
 
     return run
 
 
-def _trust_region(loss: str) -> Callable[[], dict[str, str]]:
-    def run() -> dict[str, str]:
+def _trust_region(loss: str) -> Callable[[], Outcome]:
+    def run() -> Outcome:
         return _off_policy(
             PCL,
             "MlpPolicy",
@@ -128,7 +159,7 @@ def _trust_region(loss: str) -> Callable[[], dict[str, str]]:
     return run
 
 
-def _pcl_gsde() -> dict[str, str]:
+def _pcl_gsde() -> Outcome:
     return _off_policy(
         PCL,
         "MlpPolicy",
@@ -139,49 +170,49 @@ def _pcl_gsde() -> dict[str, str]:
     )
 
 
-def _trust_pcl() -> dict[str, str]:
+def _trust_pcl() -> Outcome:
     return _off_policy(TrustPCL, "MlpPolicy", "CartPole-v1", steps=600, n_envs=4, max_divergence=0.01, lambda_window=10)
 
 
-def _trust_pcl_lstm() -> dict[str, str]:
+def _trust_pcl_lstm() -> Outcome:
     return _off_policy(RecurrentTrustPCL, "MlpPrevActionLstmPolicy", "CartPole-v1", steps=300, relative_entropy_coef=0.1)
 
 
-def _trust_pcl_2018() -> dict[str, str]:
+def _trust_pcl_2018() -> Outcome:
     """The ``mujoco-2018`` entry as shipped on HalfCheetah: 640 warm-up steps acted by the policy, then 36 iterations."""
     kwargs = load_hyperparams("trust_pcl", "mujoco-2018").kwargs
     model = TrustPCL(env=make_vec_env("HalfCheetah-v5", n_envs=1, seed=0), seed=0, **kwargs)
-    return _digest(model, _train(model, 1_000))
+    return _outcome(model, _train(model, 1_000))
 
 
-def _expert_seeding() -> dict[str, str]:
+def _expert_seeding() -> Outcome:
     env = SharedCurriculum(make_vec_env("sb3_pcl/Copy-v0", n_envs=2, seed=0))
     model = PCL("MlpPolicy", env, **{**FAST, "buffer_size": 4_000})
-    return _digest(model, _train(model, 300, callback=ExpertPathsCallback(5)))
+    return _outcome(model, _train(model, 300, callback=ExpertPathsCallback(5)))
 
 
-def _episodes(cls: type, policy: str, env_id: str, **kwargs: Any) -> dict[str, str]:
+def _episodes(cls: type, policy: str, env_id: str, **kwargs: Any) -> Outcome:
     env = make_vec_env(env_id, n_envs=4, seed=0)
     if env_id.startswith("sb3_pcl/"):
         env = SharedCurriculum(env, first_episode_only=True)
     model = cls(policy, env, num_samples=2, max_steps=64, seed=0, **kwargs)
-    return _digest(model, _train(model, 600))
+    return _outcome(model, _train(model, 600))
 
 
-def _reinforce_discrete() -> dict[str, str]:
+def _reinforce_discrete() -> Outcome:
     return _episodes(Reinforce, "MlpPolicy", "CartPole-v1")
 
 
-def _reinforce_box() -> dict[str, str]:
+def _reinforce_box() -> Outcome:
     return _episodes(Reinforce, "MlpPolicy", "Pendulum-v1", ent_coef=0.1)
 
 
-def _urex_lstm() -> dict[str, str]:
+def _urex_lstm() -> Outcome:
     return _episodes(RecurrentUREX, "MlpPrevActionLstmPolicy", "sb3_pcl/Copy-v0")
 
 
-def _save_load(cls: type, policy: str, env_id: str, **kwargs: Any) -> Callable[[], dict[str, str]]:
-    def run() -> dict[str, str]:
+def _save_load(cls: type, policy: str, env_id: str, **kwargs: Any) -> Callable[[], Outcome]:
+    def run() -> Outcome:
         env = make_vec_env(env_id, n_envs=2 if cls is PCL else 4, seed=0)
         model = cls(policy, env, seed=0, **kwargs)
         _train(model, 300)
@@ -192,13 +223,13 @@ def _save_load(cls: type, policy: str, env_id: str, **kwargs: Any) -> Callable[[
         if cls is PCL:
             loaded.replay_buffer = model.replay_buffer  # the replay is not saved with the model
         loaded.set_random_seed(1)
-        return _digest(loaded, _train(loaded, 300, reset_num_timesteps=False))
+        return _outcome(loaded, _train(loaded, 300, reset_num_timesteps=False))
 
     return run
 
 
 #: every golden run by name
-RUNS: dict[str, Callable[[], dict[str, str]]] = {
+RUNS: dict[str, Callable[[], Outcome]] = {
     "pcl_discrete": _pcl_discrete,
     "pcl_box": _pcl_box,
     "pcl_replay_options": _pcl_replay_options,
@@ -232,7 +263,7 @@ def cpu_numerics() -> str:
     return f"{model}, torch {th.backends.cpu.get_cpu_capability()}"
 
 
-def run(name: str) -> dict[str, str]:
+def run(name: str) -> Outcome:
     """
     :param name: a key of :data:`RUNS`
     :return: the run's digests, computed with one torch thread
@@ -245,9 +276,35 @@ def run(name: str) -> dict[str, str]:
         th.set_num_threads(n_threads)
 
 
+def recorded_values() -> dict[str, dict[str, list[float]]]:
+    """:return: the values of :data:`VALUES_FILE` by run name (``{}`` before any were recorded)"""
+    if not VALUES_FILE.exists():
+        return {}
+    return json.loads(VALUES_FILE.read_text())["runs"]
+
+
+def record_values(names: list[str]) -> None:
+    """
+    Run ``names`` and write their values into :data:`VALUES_FILE`, keeping those of the other runs.
+
+    :param names: keys of :data:`RUNS`
+    """
+    unknown = sorted(set(names) - set(RUNS))
+    if unknown:
+        raise KeyError(f"no golden run named {unknown}; the runs: {sorted(RUNS)}")
+    values = {**recorded_values(), **{name: run(name).values for name in names}}
+    document = {"cpu": cpu_numerics(), "runs": {name: values[name] for name in sorted(values)}}
+    VALUES_FILE.write_text(json.dumps(document, indent=1) + "\n")
+    print(f"wrote {len(names)} runs into {VALUES_FILE} ({document['cpu']})")
+
+
 if __name__ == "__main__":
+    names = [arg for arg in sys.argv[1:] if arg != "--record-values"]
+    if "--record-values" in sys.argv[1:]:
+        record_values(names or list(RUNS))
+        sys.exit()
     print(f'    "{cpu_numerics()}": {{', flush=True)
-    for key in sys.argv[1:] or RUNS:
-        digests = run(key)
+    for key in names or RUNS:
+        digests = run(key).digests
         print(f'        "{key}": {{"params": "{digests["params"]}", "losses": "{digests["losses"]}"}},', flush=True)
     print("    },")

@@ -1,4 +1,11 @@
-"""Settings and envs shared by the PCL-family test modules (pytest puts ``tests/`` on the path: ``import pcl_testing``)."""
+"""
+The fast settings of the tests, and envs shared by the PCL-family test modules (pytest puts ``tests/`` on the path:
+``import pcl_testing``; the ``fast_settings`` fixture of ``conftest.py`` gives a copy of :data:`FAST`).
+
+The one definition of the settings that make a test train fast: :data:`FAST` for the PCL family, :data:`TINY` and
+:data:`TINY_EPISODES` for the tests that train every algorithm a few hundred steps. The golden runs train with
+:data:`FAST` (``golden_runs.py``): a change to it changes their digests.
+"""
 
 import inspect
 from typing import Any
@@ -17,6 +24,10 @@ FAST: dict[str, Any] = {
     "max_segment_length": 16,
     "n_steps": 4,
 }
+#: :data:`FAST`, smaller still: a few hundred steps train
+TINY: dict[str, Any] = {**FAST, "learning_starts": 20, "batch_size": 2, "train_freq": 8, "max_segment_length": 8}
+#: the episodic algorithms' (Reinforce, UREX) counterpart of :data:`TINY`
+TINY_EPISODES: dict[str, Any] = {"num_samples": 2, "max_steps": 16}
 
 
 class BigObsEnv(gym.Env):

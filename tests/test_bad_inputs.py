@@ -18,15 +18,14 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-from pcl_testing import FAST
+from pcl_testing import TINY, TINY_EPISODES
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 
 from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentReinforce, RecurrentTrustPCL, RecurrentUREX, Reinforce, TrustPCL
 
-#: the shared fast settings, smaller still (a few hundred steps train)
-OFF_POLICY = {**FAST, "learning_starts": 20, "batch_size": 2, "train_freq": 8, "buffer_size": 500, "max_segment_length": 8}
-EPISODES = {"num_samples": 2, "max_steps": 16}
+OFF_POLICY = {**TINY, "buffer_size": 500}
+EPISODES = TINY_EPISODES
 #: every class with the settings that make a few hundred steps train, and the env count its batches need
 ALGOS: dict[type, tuple[str, dict[str, Any], int]] = {
     PCL: ("MlpPolicy", OFF_POLICY, 1),

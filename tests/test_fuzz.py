@@ -59,6 +59,7 @@ from fuzz_strategies import (
 from gymnasium import spaces
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
+from pcl_testing import TINY, TINY_EPISODES
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import (
@@ -91,18 +92,9 @@ settings.register_profile(
 FAST = settings.get_profile("fuzz-fast")
 SLOW = settings.get_profile("fuzz-slow")
 
-OFF_POLICY = {
-    "learning_rate": 1e-3,
-    "learning_starts": 20,
-    "batch_size": 2,
-    "train_freq": 8,
-    "buffer_size": 2_000,
-    "max_segment_length": 8,
-    "rollout": 4,
-    "policy_kwargs": {"net_arch": [8]},
-}
-RECURRENT = {**OFF_POLICY, "policy_kwargs": {"lstm_hidden_size": 8, "net_arch": [8]}}
-EPISODES = {"num_samples": 2, "max_steps": 16, "policy_kwargs": {"net_arch": [8]}}
+OFF_POLICY = {**TINY, "policy_kwargs": {"net_arch": [8]}}
+RECURRENT = {**TINY, "policy_kwargs": {"lstm_hidden_size": 8, "net_arch": [8]}}
+EPISODES = {**TINY_EPISODES, "policy_kwargs": {"net_arch": [8]}}
 #: every class with settings that train within a few hundred steps
 ALGOS: dict[type, tuple[str, dict[str, Any]]] = {
     PCL: ("MlpPolicy", OFF_POLICY),

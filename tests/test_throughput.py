@@ -1,11 +1,11 @@
 """The fast paths of acting and training: they must compute what the plain paths compute (the golden runs pin the rest)."""
 
 import copy
+from typing import Any
 
 import numpy as np
 import pytest
 import torch as th
-from pcl_testing import FAST
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import explained_variance
 
@@ -16,10 +16,10 @@ from sb3_pcl.common.statistics import explained_variance_tensor, on_host, state_
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"])
 @pytest.mark.parametrize("use_sde", [False, True])
-def test_sample_actions_draws_what_the_policy_samples(env_id: str, use_sde: bool) -> None:
+def test_sample_actions_draws_what_the_policy_samples(env_id: str, use_sde: bool, fast_settings: dict[str, Any]) -> None:
     if use_sde and env_id == "CartPole-v1":
         pytest.skip("gSDE needs Box actions")
-    model = PCL("MlpPolicy", env_id, seed=0, use_sde=use_sde, **FAST)
+    model = PCL("MlpPolicy", env_id, seed=0, use_sde=use_sde, **fast_settings)
     obs = np.stack([model.observation_space.sample() for _ in range(5)])
     th.manual_seed(1)
     with th.no_grad():
@@ -44,9 +44,9 @@ def test_statistics_reach_the_host_once_with_the_values_of_item() -> None:
     assert th.isnan(explained_variance_tensor(y_pred, th.ones(50)))
 
 
-def test_the_logged_kl_reads_the_update_s_passes_and_equals_fresh_ones() -> None:
+def test_the_logged_kl_reads_the_update_s_passes_and_equals_fresh_ones(fast_settings: dict[str, Any]) -> None:
     env = make_vec_env("Pendulum-v1", n_envs=1, seed=0)
-    kwargs = {**FAST, "value_fit": "grad", "max_divergence": None, "relative_entropy_coef": 1.0}
+    kwargs = {**fast_settings, "value_fit": "grad", "max_divergence": None, "relative_entropy_coef": 1.0}
     model = TrustPCL("MlpPolicy", env, seed=0, **kwargs)
     calls = []
     kl_to_target = model._kl_to_target
