@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from benchmarks import harness, store
 from benchmarks.reporting import MIN_SEEDS_FOR_INTERVAL, markdown_table, saved_figure, steps
 
 try:
@@ -33,14 +34,10 @@ except ImportError as error:  # pragma: no cover
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
-EVALUATIONS_FILENAME = "evaluations.csv"
-RUN_METADATA_FILENAME = "run_metadata.json"
 AGGREGATE_FILENAME = "aggregate.md"
 PROFILE_FILENAME = "performance_profile.png"
 SAMPLE_EFFICIENCY_FILENAME = "sample_efficiency.png"
 OUTPUT_FILENAMES = (AGGREGATE_FILENAME, PROFILE_FILENAME, SAMPLE_EFFICIENCY_FILENAME)
-#: Columns of ``evaluations.csv`` read here, with their types
-COLUMNS = {"algo": str, "env": str, "seed": "int64", "timesteps": "int64", "mean_return": float}
 #: The aggregate metrics (rliable's), in the order of the table of ``aggregate.md``
 METRICS = {
     "IQM": rly_metrics.aggregate_iqm,
@@ -164,17 +161,21 @@ def _seeded_global_numpy(seed: int) -> Iterator[None]:
         np.random.set_state(state)
 
 
-def load_evaluations(path: str | Path) -> pd.DataFrame:
+def load_evaluations(folder: str | Path) -> pd.DataFrame:
     """
-    Read an ``evaluations.csv`` (the :data:`COLUMNS`). Step-0 rows without a return (the training-return metric has no
-    finished episode yet) are dropped; any other missing or non-finite return is an error.
+    Read a suite folder's ``evaluations.csv`` (:func:`benchmarks.store.read_evaluations`) for the aggregate: the
+    :data:`benchmarks.store.REQUIRED_COLUMNS`, one row per step of a run. Step-0 rows without a return (the
+    training-return metric has no finished episode yet) are dropped; any other missing or non-finite return is an error.
 
     :return: The evaluations, sorted by algorithm, env, seed and step
     """
+    path = Path(folder) / harness.EVALUATIONS_FILENAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found")
+    frame = store.read_evaluations(folder)[list(store.REQUIRED_COLUMNS)]
     try:
-        frame = pd.read_csv(path, usecols=list(COLUMNS), dtype=COLUMNS)
         frame = frame.set_index(["algo", "env", "seed", "timesteps"], verify_integrity=True)
-    except ValueError as error:  # missing columns, non-integer seeds or steps, several evaluations of a step
+    except ValueError as error:  # several evaluations of a step
         raise ValueError(f"{path}: {error}") from error
     frame = frame.sort_index(kind="stable").reset_index()
     bad = ~np.isfinite(frame["mean_return"])
@@ -192,7 +193,7 @@ def load_evaluations(path: str | Path) -> pd.DataFrame:
 
 def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str, Any]]:
     """:return: The suite folder's ``run_metadata.json`` by ``(algo, env, seed)`` (empty when absent)"""
-    path = Path(folder) / RUN_METADATA_FILENAME
+    path = Path(folder) / harness.RUN_METADATA_FILENAME
     records = json.loads(path.read_text()) if path.is_file() else {}
     if not isinstance(records, dict):
         raise ValueError(f"{path} must map run names to records")
@@ -362,7 +363,7 @@ def aggregate_suite(
             "(benchmarks.aggregate.NORMALISATION; pass --suite NAME for a folder named otherwise)"
         )
     normalisation = normalisation or NORMALISATION[suite]
-    frame = load_evaluations(folder / EVALUATIONS_FILENAME)
+    frame = load_evaluations(folder)
     references = resolve_references(frame, normalisation)
     metadata = load_run_metadata(folder)
     selection = select_runs(frame, env_order=list(normalisation.envs))
@@ -528,7 +529,7 @@ def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps:
     blocks = [
         f"# Aggregate metrics: `{aggregate.suite}`",
         f"Generated {date} by `{command}` (rliable {importlib.metadata.version('rliable')}) from this folder's "
-        f"`{EVALUATIONS_FILENAME}`.",
+        f"`{harness.EVALUATIONS_FILENAME}`.",
         "Normalised score = (return - random) / (reference - random): 0 is the random return, 1 the reference. A run's "
         "final score is its last evaluation. Over all runs (seeds x envs) of an algorithm: **IQM**, the mean of the "
         "middle 50% of the scores; **mean**; **median** of the per-env mean scores; **optimality gap**, the mean "
