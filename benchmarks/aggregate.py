@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from benchmarks import harness, store
+from benchmarks.algorithms import REPO_ROOT
 from benchmarks.reporting import MIN_SEEDS_FOR_INTERVAL, markdown_table, saved_figure, steps
 
 try:
@@ -32,7 +33,6 @@ try:
 except ImportError as error:  # pragma: no cover
     raise ImportError(f"benchmarks.aggregate needs rliable: pip install -e '.[bench]' ({error})") from error
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 AGGREGATE_FILENAME = "aggregate.md"
 PROFILE_FILENAME = "performance_profile.png"
@@ -566,31 +566,19 @@ def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps:
     return "\n\n".join(blocks) + "\n"
 
 
-def write_aggregate(
-    folder: str | Path,
-    suite: str | None = None,
-    normalisation: SuiteNormalisation | None = None,
-    reps: int = DEFAULT_REPS,
-    profile_reps: int = DEFAULT_PROFILE_REPS,
-    seed: int = DEFAULT_SEED,
-    n_points: int = DEFAULT_POINTS,
-    date: str | None = None,
-) -> list[Path]:
+def write_aggregate(folder: str | Path) -> list[Path]:
     """
-    Compute a suite's aggregate (:func:`aggregate_suite`) and write ``aggregate.md`` and the two plots into its folder.
+    Compute a suite's aggregate (:func:`aggregate_suite`, with the ``DEFAULT_*`` settings) and write ``aggregate.md``
+    (dated today, UTC) and the two plots (:data:`DEFAULT_PROFILE_REPS` resamples) into its folder.
 
-    :param profile_reps: Bootstrap resamples of the performance profile and the sample-efficiency bands.
-    :param date: Date written to ``aggregate.md`` (default: today, UTC).
     :return: The written paths
     """
-    if profile_reps < 1:
-        raise ValueError(f"profile_reps must be positive, not {profile_reps}")
     folder = Path(folder)
-    aggregate = aggregate_suite(folder, suite=suite, normalisation=normalisation, reps=reps, seed=seed, n_points=n_points)
+    aggregate = aggregate_suite(folder)
     paths = [folder / name for name in OUTPUT_FILENAMES]
-    plot_performance_profile(aggregate, paths[1], reps=profile_reps, seed=seed)
-    plot_sample_efficiency(aggregate, paths[2], reps=profile_reps, seed=seed)
-    command = regenerate_command(folder)
-    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    paths[0].write_text(render_markdown(aggregate, command, reps, profile_reps, seed, date))
+    plot_performance_profile(aggregate, paths[1], reps=DEFAULT_PROFILE_REPS, seed=DEFAULT_SEED)
+    plot_sample_efficiency(aggregate, paths[2], reps=DEFAULT_PROFILE_REPS, seed=DEFAULT_SEED)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    markdown = render_markdown(aggregate, regenerate_command(folder), DEFAULT_REPS, DEFAULT_PROFILE_REPS, DEFAULT_SEED, date)
+    paths[0].write_text(markdown)
     return paths
