@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import datetime
 import importlib.metadata
-import json
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -193,10 +192,7 @@ def load_evaluations(folder: str | Path) -> pd.DataFrame:
 
 def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str, Any]]:
     """:return: The suite folder's ``run_metadata.json`` by ``(algo, env, seed)`` (empty when absent)"""
-    path = Path(folder) / harness.RUN_METADATA_FILENAME
-    records = json.loads(path.read_text()) if path.is_file() else {}
-    if not isinstance(records, dict):
-        raise ValueError(f"{path} must map run names to records")
+    records = harness.read_json(Path(folder) / harness.RUN_METADATA_FILENAME, {})
     return {
         (str(meta["algo"]), str(meta["env"]), int(meta["seed"])): meta
         for meta in records.values()
