@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import datetime
 import importlib.metadata
-import json
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -22,6 +21,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from benchmarks import harness, store
+from benchmarks.algorithms import REPO_ROOT
 from benchmarks.reporting import MIN_SEEDS_FOR_INTERVAL, markdown_table, saved_figure, steps
 
 try:
@@ -31,16 +32,11 @@ try:
 except ImportError as error:  # pragma: no cover
     raise ImportError(f"benchmarks.aggregate needs rliable: pip install -e '.[bench]' ({error})") from error
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
-EVALUATIONS_FILENAME = "evaluations.csv"
-RUN_METADATA_FILENAME = "run_metadata.json"
 AGGREGATE_FILENAME = "aggregate.md"
 PROFILE_FILENAME = "performance_profile.png"
 SAMPLE_EFFICIENCY_FILENAME = "sample_efficiency.png"
 OUTPUT_FILENAMES = (AGGREGATE_FILENAME, PROFILE_FILENAME, SAMPLE_EFFICIENCY_FILENAME)
-#: Columns of ``evaluations.csv`` read here, with their types
-COLUMNS = {"algo": str, "env": str, "seed": "int64", "timesteps": "int64", "mean_return": float}
 #: The aggregate metrics (rliable's), in the order of the table of ``aggregate.md``
 METRICS = {
     "IQM": rly_metrics.aggregate_iqm,
@@ -164,17 +160,21 @@ def _seeded_global_numpy(seed: int) -> Iterator[None]:
         np.random.set_state(state)
 
 
-def load_evaluations(path: str | Path) -> pd.DataFrame:
+def load_evaluations(folder: str | Path) -> pd.DataFrame:
     """
-    Read an ``evaluations.csv`` (the :data:`COLUMNS`). Step-0 rows without a return (the training-return metric has no
-    finished episode yet) are dropped; any other missing or non-finite return is an error.
+    Read a suite folder's ``evaluations.csv`` (:func:`benchmarks.store.read_evaluations`) for the aggregate: the
+    :data:`benchmarks.store.REQUIRED_COLUMNS`, one row per step of a run. Step-0 rows without a return (the
+    training-return metric has no finished episode yet) are dropped; any other missing or non-finite return is an error.
 
     :return: The evaluations, sorted by algorithm, env, seed and step
     """
+    path = Path(folder) / harness.EVALUATIONS_FILENAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found")
+    frame = store.read_evaluations(folder)[list(store.REQUIRED_COLUMNS)]
     try:
-        frame = pd.read_csv(path, usecols=list(COLUMNS), dtype=COLUMNS)
         frame = frame.set_index(["algo", "env", "seed", "timesteps"], verify_integrity=True)
-    except ValueError as error:  # missing columns, non-integer seeds or steps, several evaluations of a step
+    except ValueError as error:  # several evaluations of a step
         raise ValueError(f"{path}: {error}") from error
     frame = frame.sort_index(kind="stable").reset_index()
     bad = ~np.isfinite(frame["mean_return"])
@@ -192,10 +192,7 @@ def load_evaluations(path: str | Path) -> pd.DataFrame:
 
 def load_run_metadata(folder: str | Path) -> dict[tuple[str, str, int], dict[str, Any]]:
     """:return: The suite folder's ``run_metadata.json`` by ``(algo, env, seed)`` (empty when absent)"""
-    path = Path(folder) / RUN_METADATA_FILENAME
-    records = json.loads(path.read_text()) if path.is_file() else {}
-    if not isinstance(records, dict):
-        raise ValueError(f"{path} must map run names to records")
+    records = harness.read_json(Path(folder) / harness.RUN_METADATA_FILENAME, {})
     return {
         (str(meta["algo"]), str(meta["env"]), int(meta["seed"])): meta
         for meta in records.values()
@@ -362,7 +359,7 @@ def aggregate_suite(
             "(benchmarks.aggregate.NORMALISATION; pass --suite NAME for a folder named otherwise)"
         )
     normalisation = normalisation or NORMALISATION[suite]
-    frame = load_evaluations(folder / EVALUATIONS_FILENAME)
+    frame = load_evaluations(folder)
     references = resolve_references(frame, normalisation)
     metadata = load_run_metadata(folder)
     selection = select_runs(frame, env_order=list(normalisation.envs))
@@ -528,7 +525,7 @@ def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps:
     blocks = [
         f"# Aggregate metrics: `{aggregate.suite}`",
         f"Generated {date} by `{command}` (rliable {importlib.metadata.version('rliable')}) from this folder's "
-        f"`{EVALUATIONS_FILENAME}`.",
+        f"`{harness.EVALUATIONS_FILENAME}`.",
         "Normalised score = (return - random) / (reference - random): 0 is the random return, 1 the reference. A run's "
         "final score is its last evaluation. Over all runs (seeds x envs) of an algorithm: **IQM**, the mean of the "
         "middle 50% of the scores; **mean**; **median** of the per-env mean scores; **optimality gap**, the mean "
@@ -565,31 +562,19 @@ def render_markdown(aggregate: Aggregate, command: str, reps: int, profile_reps:
     return "\n\n".join(blocks) + "\n"
 
 
-def write_aggregate(
-    folder: str | Path,
-    suite: str | None = None,
-    normalisation: SuiteNormalisation | None = None,
-    reps: int = DEFAULT_REPS,
-    profile_reps: int = DEFAULT_PROFILE_REPS,
-    seed: int = DEFAULT_SEED,
-    n_points: int = DEFAULT_POINTS,
-    date: str | None = None,
-) -> list[Path]:
+def write_aggregate(folder: str | Path) -> list[Path]:
     """
-    Compute a suite's aggregate (:func:`aggregate_suite`) and write ``aggregate.md`` and the two plots into its folder.
+    Compute a suite's aggregate (:func:`aggregate_suite`, with the ``DEFAULT_*`` settings) and write ``aggregate.md``
+    (dated today, UTC) and the two plots (:data:`DEFAULT_PROFILE_REPS` resamples) into its folder.
 
-    :param profile_reps: Bootstrap resamples of the performance profile and the sample-efficiency bands.
-    :param date: Date written to ``aggregate.md`` (default: today, UTC).
     :return: The written paths
     """
-    if profile_reps < 1:
-        raise ValueError(f"profile_reps must be positive, not {profile_reps}")
     folder = Path(folder)
-    aggregate = aggregate_suite(folder, suite=suite, normalisation=normalisation, reps=reps, seed=seed, n_points=n_points)
+    aggregate = aggregate_suite(folder)
     paths = [folder / name for name in OUTPUT_FILENAMES]
-    plot_performance_profile(aggregate, paths[1], reps=profile_reps, seed=seed)
-    plot_sample_efficiency(aggregate, paths[2], reps=profile_reps, seed=seed)
-    command = regenerate_command(folder)
-    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    paths[0].write_text(render_markdown(aggregate, command, reps, profile_reps, seed, date))
+    plot_performance_profile(aggregate, paths[1], reps=DEFAULT_PROFILE_REPS, seed=DEFAULT_SEED)
+    plot_sample_efficiency(aggregate, paths[2], reps=DEFAULT_PROFILE_REPS, seed=DEFAULT_SEED)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    markdown = render_markdown(aggregate, regenerate_command(folder), DEFAULT_REPS, DEFAULT_PROFILE_REPS, DEFAULT_SEED, date)
+    paths[0].write_text(markdown)
     return paths

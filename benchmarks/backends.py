@@ -13,6 +13,7 @@ import logging
 import multiprocessing
 import os
 import platform
+import shutil
 import signal
 import socket
 import sys
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.checkpoint import remove_checkpoints, write_atomically
+from benchmarks.checkpoint import write_atomically
 from benchmarks.harness import RUNS_DIRNAME, ZOO_DIRNAME, RunTask, package_version, run_experiment
 
 logger = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ def run_local(task: RunTask, store: Store, progress: Progress | None = None) -> 
     except Exception:
         return record_failure(task, traceback.format_exc())
     if task.checkpoint_dir is not None:
-        remove_checkpoints(task.checkpoint_dir)
+        shutil.rmtree(task.checkpoint_dir, ignore_errors=True)
     return _success(task.name, metadata)
 
 
@@ -252,7 +253,7 @@ def run_remote(task: RunTask, cwd: str) -> dict[str, Any]:
         os.chdir(cwd)
         frame, metadata = run_experiment(task)
         if task.checkpoint_dir is not None:
-            remove_checkpoints(task.checkpoint_dir)
+            shutil.rmtree(task.checkpoint_dir, ignore_errors=True)
     except Exception:
         return {**result, "ok": False, "traceback": traceback.format_exc()}
     return {**result, "ok": True, "csv": frame.to_csv(index=False), "metadata": metadata}

@@ -316,8 +316,3 @@ def _restore_statistics(normalize: VecNormalize, arrays: Mapping[str, np.ndarray
             setattr(rms, name, value.astype(np.float64))
         rms.count = float(arrays[f"{prefix}.count"])
     normalize.returns = arrays["returns"]
-
-
-def remove_checkpoints(run_dir: str | Path) -> None:
-    """Delete a run's checkpoints (once its results are written)."""
-    shutil.rmtree(run_dir, ignore_errors=True)

@@ -567,7 +567,7 @@ class Runs:
 
     @property
     def frame(self) -> pd.DataFrame:
-        frame = _evaluations(self.folder)
+        frame = store.read_evaluations(REPO_ROOT / RESULTS_DIR / self.folder)
         rows = frame[(frame["algo"] == self.algo) & (frame["env"] == self.env)]
         if rows.empty:
             raise ValueError(f"{self.csv} has no rows with algo={self.algo} and env={self.env}")
@@ -960,11 +960,6 @@ def report_command(campaign: Campaign, check: bool = False) -> int:
     for block in stale:
         print(f"{block} differs from {campaign.out}; run the report command")
     return 1 if stale else 0
-
-
-def _evaluations(folder: str) -> pd.DataFrame:
-    """:return: ``benchmarks/results/<folder>/evaluations.csv`` of the repository"""
-    return store.read_evaluations(REPO_ROOT / RESULTS_DIR / folder)
 
 
 def report_folder(folder: Path) -> list[Path]:

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("rliable")
 
-from benchmarks import aggregate, report
+from benchmarks import aggregate, harness, report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: Final returns of the synthetic suite, per (algo, env): one per seed.
@@ -45,7 +45,7 @@ def synthetic_frame(final: dict[tuple[str, str], list[float]] = FINAL, steps: tu
 
 def write_suite(folder: Path, frame: pd.DataFrame) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(folder / aggregate.EVALUATIONS_FILENAME, index=False)
+    frame.to_csv(folder / harness.EVALUATIONS_FILENAME, index=False)
     return folder
 
 
@@ -157,7 +157,7 @@ def test_cli_writes_the_three_files(tmp_path: Path, capsys: pytest.CaptureFixtur
         }
     )
     folder = write_suite(tmp_path / "classic", frame)
-    (folder / aggregate.RUN_METADATA_FILENAME).write_text(
+    (folder / harness.RUN_METADATA_FILENAME).write_text(
         json.dumps(
             {
                 f"{algo}__{env}__seed{seed}": {"algo": algo, "env": env, "seed": seed, "steps": 100, "eval_freq": 50}
@@ -183,10 +183,10 @@ def test_cli_writes_the_three_files(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_bad_input_fails_with_a_clear_error(tmp_path: Path) -> None:
     frame = synthetic_frame()
-    with pytest.raises(ValueError, match=r"columns expected but not found: \['mean_return'\]"):
-        aggregate.load_evaluations(write_suite(tmp_path / "a", frame.drop(columns="mean_return")) / "evaluations.csv")
+    with pytest.raises(ValueError, match=r"a/evaluations\.csv: line 1: a column missing"):
+        aggregate.load_evaluations(write_suite(tmp_path / "a", frame.drop(columns="mean_return")))
     with pytest.raises(FileNotFoundError, match=r"nowhere/evaluations\.csv"):
-        aggregate.load_evaluations(tmp_path / "nowhere" / "evaluations.csv")
+        aggregate.load_evaluations(tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match="Suite folder"):
         aggregate.aggregate_suite(tmp_path / "nowhere")
     with pytest.raises(ValueError, match="No normalisation reference for suite 'elsewhere'"):
@@ -196,20 +196,20 @@ def test_bad_input_fails_with_a_clear_error(tmp_path: Path) -> None:
     nan = frame.copy()
     nan.loc[nan["timesteps"] == 50, "mean_return"] = np.nan
     with pytest.raises(ValueError, match=r"NaN or infinite.*step 50"):
-        aggregate.load_evaluations(write_suite(tmp_path / "nan", nan) / "evaluations.csv")
+        aggregate.load_evaluations(write_suite(tmp_path / "nan", nan))
     nan_start = frame.copy()
     nan_start.loc[nan_start["timesteps"] == 0, "mean_return"] = np.nan  # allowed: dropped
-    assert (aggregate.load_evaluations(write_suite(tmp_path / "nan0", nan_start) / "evaluations.csv")["timesteps"] > 0).all()
+    assert (aggregate.load_evaluations(write_suite(tmp_path / "nan0", nan_start))["timesteps"] > 0).all()
     with pytest.raises(ValueError, match="step-0 evaluation, and no run of it has one"):
         aggregate.resolve_references(frame[frame["timesteps"] > 0], NORMALISATION)
     with pytest.raises(ValueError, match="reference return equals the random return"):
         aggregate.resolve_references(frame, aggregate.SuiteNormalisation({"Env-A": (1.0, 1.0), "Env-B": (0.0, 1.0)}, "", ""))
     duplicated = pd.concat([frame, frame.iloc[:1]])
     with pytest.raises(ValueError, match=r"dup/evaluations\.csv: Index has duplicate keys"):
-        aggregate.load_evaluations(write_suite(tmp_path / "dup", duplicated) / "evaluations.csv")
+        aggregate.load_evaluations(write_suite(tmp_path / "dup", duplicated))
     fractional = frame.assign(seed=frame["seed"] + 0.5)
-    with pytest.raises(ValueError, match=r"frac/evaluations\.csv: cannot safely convert"):
-        aggregate.load_evaluations(write_suite(tmp_path / "frac", fractional) / "evaluations.csv")
+    with pytest.raises(ValueError, match=r"frac/evaluations\.csv: line 2: seed must be a whole number"):
+        aggregate.load_evaluations(write_suite(tmp_path / "frac", fractional))
 
 
 def test_references_are_the_env_thresholds_and_cover_the_committed_suites() -> None:
@@ -222,7 +222,7 @@ def test_references_are_the_env_thresholds_and_cover_the_committed_suites() -> N
             assert threshold is None or math.isclose(threshold, reference), env
     for suite in aggregate.NORMALISATION:
         folder = aggregate.RESULTS_DIR / suite
-        frame = aggregate.load_evaluations(folder / aggregate.EVALUATIONS_FILENAME)
+        frame = aggregate.load_evaluations(folder)
         aggregate.resolve_references(frame, aggregate.NORMALISATION[suite])
         for name in aggregate.OUTPUT_FILENAMES:
             assert (folder / name).is_file(), f"{folder / name} is missing: python -m benchmarks.report {folder}"
