@@ -346,6 +346,11 @@ class PCL(OffPolicyAlgorithm):
             names = ("joint", *value_fits.VALUE_FITS)
             check(self.value_fit in names, "value_fit", self.value_fit, f"one of {names}")
             self._value_fit_settings = build_part("value_fit", value_fits.VALUE_FITS, self.value_fit, self.value_fit_kwargs)
+            if isinstance(self.policy_class, type) and issubclass(self.policy_class, UnifiedValue):
+                raise ValueError(
+                    f"value_fit={self.value_fit!r} is not supported with {self.policy_class.__name__} (its value has no "
+                    "separate parameters): use value_fit='joint'"
+                )
         if self.policy_step == "gradient":
             no_kwargs = "None or {} with policy_step='gradient' (one step of the policy's optimiser has no settings)"
             check(not self.policy_step_kwargs, "policy_step_kwargs", self.policy_step_kwargs, no_kwargs)
@@ -400,11 +405,6 @@ class PCL(OffPolicyAlgorithm):
         self._policy_step_moves_values = False
         fit = self._value_fit_settings
         if fit is not None:  # the value parameters leave the policy's optimiser: the fit moves them
-            if isinstance(self.policy, UnifiedValue):
-                raise ValueError(
-                    f"value_fit={self.value_fit!r} is not supported with {type(self.policy).__name__} (its value has no "
-                    "separate parameters): use value_fit='joint'"
-                )
             self._value_parameters, self._policy_parameters, self._policy_step_moves_values = value_fits.split_parameters(
                 self.policy
             )
