@@ -20,19 +20,6 @@ from typing import Any
 from stable_baselines3.common.utils import LinearSchedule
 
 
-class ProgressWithinBudget:
-    """
-    Mixin of an SB3 algorithm: the remaining progress stops at 0 when the last collection overshoots the step budget
-    (a collection of ``n_envs * train_freq`` steps can end past it), so every schedule ends at its end value. Without
-    it, rl-zoo3's ``lin_<x>`` schedule (``p * x``) gives a negative learning rate for the last training iteration.
-    """
-
-    _current_progress_remaining: float
-
-    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
-        self._current_progress_remaining = max(0.0, 1.0 - float(num_timesteps) / float(total_timesteps))
-
-
 class ExponentialSchedule:
     """
     Geometric interpolation ``start * (end / start) ** (1 - progress_remaining)``.

@@ -7,7 +7,7 @@ import math
 import os
 import sys
 import warnings
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -231,19 +231,22 @@ FLATTEN_HINT = (
 )
 
 
-def check_observation_space(algorithm: str, observation_space: spaces.Space, dict_supported: bool = False) -> None:
+def check_env_spaces(algorithm: str, env: Any, dict_supported: bool = False) -> None:
     """
-    Refuse, before SB3 builds anything, the observation spaces our algorithms do not take.
+    Refuse, before SB3 builds anything, the spaces our algorithms do not take (their ``_wrap_env`` calls this on the
+    env given to the constructor, ``set_env`` and ``load``).
 
-    ``Tuple`` spaces are never supported. ``Dict`` spaces (SB3's ``MultiInputPolicy``) are where ``dict_supported``
-    (the replay and the episode batches store one array per key), if none of their sub-spaces is itself a ``Dict`` or
-    a ``Tuple`` (SB3's ``CombinedExtractor`` takes neither).
+    ``Tuple`` observation spaces are never supported. ``Dict`` spaces (SB3's ``MultiInputPolicy``) are where
+    ``dict_supported`` (the replay and the episode batches store one array per key), if none of their sub-spaces is
+    itself a ``Dict`` or a ``Tuple`` (SB3's ``CombinedExtractor`` takes neither). Discrete observations and actions
+    must start at 0 (:func:`check_zero_based`).
 
     :param algorithm: the algorithm's name, for the message
-    :param observation_space: the env's observation space
+    :param env: the env (its ``observation_space`` and ``action_space``)
     :param dict_supported: whether the algorithm takes ``Dict`` observation spaces
     :raises ValueError: for an unsupported space, naming it and saying what to do instead
     """
+    observation_space = env.observation_space
     if isinstance(observation_space, spaces.Tuple) or (isinstance(observation_space, spaces.Dict) and not dict_supported):
         supported = "Tuple" if dict_supported else "Dict or Tuple"
         raise ValueError(
@@ -262,6 +265,8 @@ def check_observation_space(algorithm: str, observation_space: spaces.Space, dic
                 "feature extractors need at least one axis; reshape the observations to shape (1,), e.g. with "
                 "gymnasium.wrappers.ReshapeObservation(env, (1,))"
             )
+    check_zero_based(algorithm, observation_space, "observation")
+    check_zero_based(algorithm, env.action_space, "action")
 
 
 def check_zero_based(algorithm: str, space: spaces.Space, what: str) -> None:
@@ -369,14 +374,14 @@ def _non_finite_tensors(value: Any, name: str) -> list[str]:
     ]
 
 
-def check_finite_parameters(model: Any, source: str) -> None:
+def check_finite_parameters(model: Any, path: Any) -> None:
     """
     Refuse a model whose saved tensors (network parameters and buffers, optimizer states, PyTorch variables) hold NaN
     or inf: predicting or training with them fails later, deep inside torch, or gives NaN actions.
 
     :param model: the model, after ``load`` restored its tensors
-    :param source: where they came from, for the message (the file)
-    :raises ValueError: naming ``source`` and the tensors that are not finite
+    :param path: the file ``load`` read them from (a path or an open file), for the message
+    :raises ValueError: naming the file and the tensors that are not finite
     """
     bad = [item for name, state in model.get_parameters().items() for item in _non_finite_tensors(state, name)]
     for name in model._get_torch_save_params()[1]:
@@ -386,51 +391,11 @@ def check_finite_parameters(model: Any, source: str) -> None:
         bad.extend(_non_finite_tensors(variable, name))
     if bad:
         shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        source = f"The model file {str(path)!r}" if isinstance(path, (str, os.PathLike)) else "The model file"
         raise ValueError(
             f"{source} holds non-finite saved parameters: {shown}. The model diverged before it was saved (or the "
             "file was altered): load an earlier checkpoint, or train again with a smaller learning rate or clipping"
         )
-
-
-class ModelFileChecks:
-    """Mixin (before SB3's base class) that refuses, at ``load``, a model file whose saved tensors are not finite."""
-
-    @classmethod
-    def load(cls, path: Any, *args: Any, **kwargs: Any) -> Any:
-        """SB3's ``load``, then :func:`check_finite_parameters` (a ``ValueError`` naming the file and the tensors)."""
-        model = super().load(path, *args, **kwargs)  # type: ignore[misc]
-        check_finite_parameters(model, model_file_description(path))
-        return model
-
-
-def model_file_description(path: Any) -> str:
-    """:return: how an error message names the model file ``load`` read (a path, or an open file)"""
-    return f"The model file {str(path)!r}" if isinstance(path, (str, os.PathLike)) else "The model file"
-
-
-class ObservationSpaceChecks(ModelFileChecks):
-    """
-    Mixin (before SB3's base class) that refuses unsupported observation spaces on every path: the env given to the
-    constructor, ``set_env`` or ``load`` (see :func:`check_observation_space`), and the ``MultiInputPolicy`` name
-    where the class has none; and, through :class:`ModelFileChecks`, model files with non-finite tensors.
-    """
-
-    #: whether the class takes ``Dict`` observation spaces (``MultiInputPolicy``)
-    supports_dict_observations: ClassVar[bool] = False
-
-    @classmethod
-    def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
-        """SB3's wrapping, after a clear error for the spaces the algorithm does not take."""
-        check_observation_space(cls.__name__, env.observation_space, cls.supports_dict_observations)
-        check_zero_based(cls.__name__, env.observation_space, "observation")
-        check_zero_based(cls.__name__, env.action_space, "action")
-        return super()._wrap_env(env, verbose, monitor_wrapper)  # type: ignore[misc]
-
-    def _get_policy_from_name(self, policy_name: str) -> Any:
-        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none
-        (a former LSTM policy name resolves with a ``DeprecationWarning``: :func:`resolve_policy_name`)."""
-        policy_name = resolve_policy_name(type(self).__name__, policy_name, self.policy_aliases)  # type: ignore[attr-defined]
-        return super()._get_policy_from_name(policy_name)  # type: ignore[misc]
 
 
 def _outside_libraries() -> int:

@@ -5,7 +5,7 @@ import io
 import pathlib
 import warnings
 from collections.abc import Iterator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 import torch as th
@@ -28,32 +28,32 @@ from sb3_pcl.common.path_buffer import (
     without_retired_settings,
 )
 from sb3_pcl.common.schedules import parse_schedule
-from sb3_pcl.common.statistics import masked_mean, on_host, state_kl
+from sb3_pcl.common.statistics import explained_variance_tensor, masked_mean, on_host, state_kl
 from sb3_pcl.common.validation import (
+    build_part,
     check,
     check_budget,
     check_env_outputs,
+    check_env_spaces,
     check_finite_parameters,
     check_finite_update,
-    check_observation_space,
     check_policy_class,
     check_policy_observation_space,
     check_saved_by,
-    check_zero_based,
+    is_int,
     is_real,
-    model_file_description,
     resolve_policy_name,
 )
 from sb3_pcl.pcl import value_fits
-from sb3_pcl.pcl.actor import PCLActor
+from sb3_pcl.pcl.actor import SAMPLE_FROM, PCLActor
 from sb3_pcl.pcl.consistency import (
     Consistency,
+    consistency_loss,
     path_consistency,
     pcl_policy_loss,
     pcl_value_loss,
     value_targets,
 )
-from sb3_pcl.pcl.hyperparameters import build_update_options, check_hyperparameters
 from sb3_pcl.pcl.policies import (
     CnnPolicy,
     MlpPolicy,
@@ -64,16 +64,22 @@ from sb3_pcl.pcl.policies import (
     distribution_and_values,
     fused_adam,
 )
-from sb3_pcl.pcl.trust_region import squared_consistency_objective, trust_region_step
-from sb3_pcl.pcl.update_statistics import update_statistics
+from sb3_pcl.pcl.trust_region import TrustRegion, squared_consistency_objective, trust_region_step
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 
 #: what to check when the env returns a value the algorithm cannot use
 ENV_OUTPUT_HINT = "Check the environment (SB3's VecCheckNan wrapper raises at the step that produces the value)."
-#: the target network's pass over a batch: values (or ``None``), log-probabilities, final values (or ``None``) and the
-#: action distribution, as :meth:`PCL._evaluate` returns them
-TargetPass = tuple[th.Tensor | None, th.Tensor, th.Tensor | None, Any]
+
+
+class TargetPass(NamedTuple):
+    """The target network's pass over a batch, as :meth:`PCL._evaluate` returns it (the values only with
+    ``use_target_values``)."""
+
+    values: th.Tensor | None
+    log_prob: th.Tensor
+    final_values: th.Tensor | None
+    distribution: Any
 
 
 class PCL(OffPolicyAlgorithm):
@@ -85,14 +91,9 @@ class PCL(OffPolicyAlgorithm):
 
     PCL learns a policy and a value function that satisfy the soft path consistency
     ``V(s_t) = gamma^d V(s_{t+d}) + sum_i gamma^i (r_{t+i} - ent_coef log pi(a_{t+i}|s_{t+i}))`` on
-    any path, on-policy or not (``ent_coef`` is the paper's ``tau``). SB3's
-    :class:`~stable_baselines3.common.off_policy_algorithm.OffPolicyAlgorithm` collects the steps; PCL adds an
-    episode-aware replay (:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer`) whose time-major path segments feed
-    the consistency loss (:mod:`sb3_pcl.pcl.consistency`), and a lagged target network. By default the value is
-    fitted jointly with the policy and both move in one step of the policy's optimiser (:meth:`train`); the original
-    code's other options, a separate value fit (:meth:`_fit_value`, :mod:`sb3_pcl.pcl.value_fits`) and a trust-region
-    step (:meth:`_trust_region_step`, :mod:`sb3_pcl.pcl.trust_region`), are chosen by one argument each. Recurrent
-    policies: :class:`~sb3_pcl.RecurrentPCL`.
+    any path, on-policy or not (``ent_coef`` is the paper's ``tau``), from the time-major path segments of an
+    episode-aware replay (:class:`~sb3_pcl.common.path_buffer.PathReplayBuffer`) and a lagged target network.
+    Recurrent policies: :class:`~sb3_pcl.RecurrentPCL`.
 
     :param policy: the policy model (``MlpPolicy``, ``CnnPolicy``, ``UnifiedMlpPolicy`` (Unified PCL: Discrete or
         MultiDiscrete actions, one network whose action logits also give the value) or an ActorCriticPolicy subclass)
@@ -180,6 +181,8 @@ class PCL(OffPolicyAlgorithm):
     actor: PCLActor  # type: ignore[assignment]
     #: the separate value fit's optimiser (``value_fit="grad"``; ``None`` otherwise), saved with the model
     value_optimizer: th.optim.Optimizer | None
+    _value_fit_settings: value_fits.GradFit | value_fits.BestFit | value_fits.LBFGSFit | None
+    _trust_region: TrustRegion | None
 
     def __init__(
         self,
@@ -292,31 +295,75 @@ class PCL(OffPolicyAlgorithm):
     @classmethod
     def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
         """SB3's wrapping, after a clear error for the spaces the algorithm does not take."""
-        check_observation_space(cls.__name__, env.observation_space, cls.supports_dict_observations)
-        check_zero_based(cls.__name__, env.observation_space, "observation")
-        check_zero_based(cls.__name__, env.action_space, "action")
+        check_env_spaces(cls.__name__, env, cls.supports_dict_observations)
         return super()._wrap_env(env, verbose, monitor_wrapper)
 
     @classmethod
     def load(cls: type[SelfPCL], path: Any, *args: Any, **kwargs: Any) -> SelfPCL:  # type: ignore[override]
         """SB3's ``load``, then a ``ValueError`` naming the file and the tensors if a saved tensor is not finite."""
         model = super().load(path, *args, **kwargs)
-        check_finite_parameters(model, model_file_description(path))
+        check_finite_parameters(model, path)
         return model
 
     def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
-        """SB3's lookup, after a clear error for ``MultiInputPolicy`` or a recurrent policy where the class has none
-        (a former LSTM policy name resolves with a ``DeprecationWarning``)."""
+        """SB3's lookup, after a clear error for a policy name the class does not take."""
         policy_name = resolve_policy_name(type(self).__name__, policy_name, self.policy_aliases)
         return super()._get_policy_from_name(policy_name)
 
     def _check_hyperparameters(self) -> None:
-        """Raise a ``ValueError`` naming the first invalid hyperparameter (called at construction and at load)."""
-        check_hyperparameters(self)
+        """
+        Raise a ``ValueError`` naming the first invalid hyperparameter (at construction and at load: the file's
+        values), then set the settings of the value fit and the trust-region step they select (``None``: the joint fit
+        and the gradient step, which :meth:`train` takes itself).
+        """
+        check(is_int(self.n_steps) and self.n_steps >= 1, "n_steps", self.n_steps, "an integer >= 1")
+        check(is_real(self.gamma) and 0.0 <= self.gamma <= 1.0, "gamma", self.gamma, "in [0, 1]")
+        for name in ("learning_rate", "ent_coef"):  # >= 0: rl-zoo3's enjoy loads models with a learning rate of 0
+            value = getattr(self, name)
+            check(callable(value) or (is_real(value) and value >= 0), name, value, "a finite float >= 0 (or a schedule)")
+        for name in ("batch_size", "buffer_size"):
+            value = getattr(self, name)
+            check(is_int(value) and value >= 1, name, value, "an integer >= 1")
+        check(self.batch_size <= self.buffer_size, "batch_size", self.batch_size, f"<= buffer_size ({self.buffer_size})")
+        check(is_int(self.learning_starts) and self.learning_starts >= 0, "learning_starts", self.learning_starts, ">= 0")
+        for name in ("max_segment_length", "min_batch_transitions"):
+            value = getattr(self, name)
+            check(value is None or (is_int(value) and value >= 1), name, value, "None or an integer >= 1")
+        check(is_int(self.gradient_steps) and self.gradient_steps >= -1, "gradient_steps", self.gradient_steps, ">= -1")
+        for name in ("vf_coef", "relative_entropy_coef"):
+            value = getattr(self, name)
+            check(is_real(value) and value >= 0, name, value, "a finite float >= 0")
+        for name in ("clip_adv", "max_grad_norm"):
+            value = getattr(self, name)
+            check(value is None or (is_real(value) and value > 0), name, value, "None or a finite float > 0")
+        check(self.sample_from in SAMPLE_FROM, "sample_from", self.sample_from, f"one of {SAMPLE_FROM}")
+        for name in ("clip_actions", "use_policy_at_warmup"):
+            check(isinstance(getattr(self, name), bool), name, getattr(self, name), "True or False")
+        self._value_fit_settings = self._trust_region = None
+        if self.value_fit == "joint":
+            check(not self.value_fit_kwargs, "value_fit_kwargs", self.value_fit_kwargs, "None or {} with value_fit='joint'")
+        else:
+            names = ("joint", *value_fits.VALUE_FITS)
+            check(self.value_fit in names, "value_fit", self.value_fit, f"one of {names}")
+            self._value_fit_settings = build_part("value_fit", value_fits.VALUE_FITS, self.value_fit, self.value_fit_kwargs)
+            if isinstance(self.policy_class, type) and issubclass(self.policy_class, UnifiedValue):
+                raise ValueError(
+                    f"value_fit={self.value_fit!r} is not supported with {self.policy_class.__name__} (its value has no "
+                    "separate parameters): use value_fit='joint'"
+                )
+        if self.policy_step == "gradient":
+            no_kwargs = "None or {} with policy_step='gradient' (one step of the policy's optimiser has no settings)"
+            check(not self.policy_step_kwargs, "policy_step_kwargs", self.policy_step_kwargs, no_kwargs)
+        else:
+            names = ("gradient", TrustRegion.name)
+            check(self.policy_step in names, "policy_step", self.policy_step, f"one of {names}")
+            self._trust_region = build_part(
+                "policy_step", {TrustRegion.name: TrustRegion}, self.policy_step, self.policy_step_kwargs
+            )
+            self._trust_region.check_model(self.value_fit, self.ent_coef, self.relative_entropy_coef)
 
     def _configure_replay_buffer(self) -> None:
-        """``replay_buffer_class`` defaults to ``PathReplayBuffer`` (another class must subclass it); the buffer takes
-        the model's ``max_segment_length`` unless ``replay_buffer_kwargs`` sets it."""
+        """``replay_buffer_class`` defaults to ``PathReplayBuffer``; its ``max_segment_length`` to the model's."""
         if self.replay_buffer_class is None:
             self.replay_buffer_class = PathReplayBuffer  # type: ignore[assignment]
         elif not issubclass(self.replay_buffer_class, PathReplayBuffer):  # type: ignore[arg-type]
@@ -352,18 +399,12 @@ class PCL(OffPolicyAlgorithm):
         self.policy_target.set_training_mode(False)
         self.policy_target.requires_grad_(False)
         self.actor = PCLActor(self.policy, self.policy_target)
-        self._value_fit_settings, self._trust_region = build_update_options(self)
         self.value_optimizer = None
         #: whether the policy step moves parameters the values depend on (a shared feature extractor with parameters):
         #: then a separate value fit evaluates the values again after the step
         self._policy_step_moves_values = False
         fit = self._value_fit_settings
         if fit is not None:  # the value parameters leave the policy's optimiser: the fit moves them
-            if isinstance(self.policy, UnifiedValue):
-                raise ValueError(
-                    f"value_fit={self.value_fit!r} is not supported with {type(self.policy).__name__} (its value has no "
-                    "separate parameters): use value_fit='joint'"
-                )
             self._value_parameters, self._policy_parameters, self._policy_step_moves_values = value_fits.split_parameters(
                 self.policy
             )
@@ -379,35 +420,28 @@ class PCL(OffPolicyAlgorithm):
                 value_fits.check_last_layer(self.policy)
 
     def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
-        """SB3's, stopped at 0 when the last collection overshoots the step budget (a collection of ``n_envs *
-        train_freq`` steps can end past it), so that every schedule ends at its end value (rl-zoo3's ``lin_<x>`` would
-        give a negative learning rate)."""
+        """SB3's, stopped at 0 when the last collection overshoots the step budget, so that every schedule ends at its
+        end value (rl-zoo3's ``lin_<x>`` would give a negative learning rate)."""
         self._current_progress_remaining = max(0.0, 1.0 - float(num_timesteps) / float(total_timesteps))
-
-    @property
-    def supports_separate_value(self) -> bool:
-        """:return: whether the policy's value has parameters of its own (not so for Unified PCL's policies)"""
-        return not isinstance(self.policy, UnifiedValue)
 
     # ------------------------------------------------------------------ collection
     def _sample_action(self, learning_starts: int, action_noise: Any = None, n_envs: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """:return: the env actions and the actions as sampled, which the replay stores (their log-probability is exact)"""
-        sampled = self._sample_policy_actions(learning_starts, n_envs)
-        return to_env_actions(self.policy, self.action_space, sampled, self.clip_actions), sampled
-
-    def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
         """
-        :param learning_starts: random uniform actions before this many steps (unless ``use_policy_at_warmup``)
+        :param learning_starts: uniformly random actions before this many steps (unless ``use_policy_at_warmup``)
+        :param action_noise: unused (always ``None``)
         :param n_envs: number of envs
-        :return: the actions of the acting policy (``sample_from``) as sampled, ``(n_envs, *action_shape)``
+        :return: the env's actions and the actions as sampled by the acting policy (``sample_from``), which the replay
+            stores (their log-probability is exact)
         """
         if self.num_timesteps < learning_starts and not self.use_policy_at_warmup:
             sampled = np.array([self.action_space.sample() for _ in range(n_envs)])
             # stored as the policy would have sampled it: in [-1, 1] for a squashing policy
-            return self.policy.scale_action(sampled) if self.policy.squash_output else sampled
-        assert self._last_obs is not None
-        sampled = self.actor(self._last_obs, self.sample_from).cpu().numpy()
-        return sampled.reshape((n_envs, *(self.action_space.shape or ())))
+            sampled = self.policy.scale_action(sampled) if self.policy.squash_output else sampled
+        else:
+            assert self._last_obs is not None
+            sampled = self.actor(self._last_obs, self.sample_from).cpu().numpy()
+            sampled = sampled.reshape((n_envs, *(self.action_space.shape or ())))
+        return to_env_actions(self.policy, self.action_space, sampled, self.clip_actions), sampled
 
     def _on_step(self) -> None:
         self._steps_since_train += 1
@@ -426,11 +460,9 @@ class PCL(OffPolicyAlgorithm):
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
 
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> RolloutReturn:
-        """
-        SB3's collection; then, with ``gradient_steps=0`` and ``use_online_batch``, a training iteration on the online
-        batch alone (SB3's ``learn`` calls ``train`` only for ``gradient_steps > 0``): on-policy updates on the newly
-        collected paths, as the original code without replay (``replay_buffer_freq=0``).
-        """
+        """SB3's collection; then, with ``gradient_steps=0`` and ``use_online_batch``, a training iteration on the
+        online batch alone (SB3's ``learn`` trains only for ``gradient_steps > 0``), as the original code without
+        replay."""
         rollout_return = super().collect_rollouts(*args, **kwargs)
         if (
             rollout_return.continue_training
@@ -469,10 +501,9 @@ class PCL(OffPolicyAlgorithm):
     # ------------------------------------------------------------------ replay
     def add_demonstrations(self, episodes: DemonstrationSource) -> int:
         """
-        Seed the replay with demonstrations: paths never evicted, sampled with the top priority (checked first, see
-        :func:`~sb3_pcl.common.demonstrations.seed_replay`). Observations and rewards must be the env's raw ones. The
-        replay is not saved with the model: after ``load``, call this again
-        (:class:`~sb3_pcl.common.demonstrations.DemonstrationsCallback` does it at the start of ``learn``).
+        Seed the replay with demonstrations: paths never evicted, sampled with the top priority
+        (:func:`~sb3_pcl.common.demonstrations.seed_replay`), of the env's raw observations and rewards. After ``load``,
+        call this again (:class:`~sb3_pcl.common.demonstrations.DemonstrationsCallback` does it in ``learn``).
 
         :param episodes: episode dicts (``observations`` ``(T + 1, *obs_shape)``, ``actions``, ``rewards``,
             ``terminated``), e.g. from :func:`~sb3_pcl.common.demonstrations.record_episodes`, an episodes file, or a
@@ -493,8 +524,7 @@ class PCL(OffPolicyAlgorithm):
     def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
         """
         Save the replay buffer to a file that cannot run code when loaded (unlike SB3's pickle): an ``.npz`` of arrays
-        with JSON metadata (:meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.save_npz`). A ``str`` or ``pathlib.Path``
-        without suffix gets ``.npz`` appended (SB3 appends ``.pkl``).
+        with JSON metadata; a path without suffix gets ``.npz`` appended (SB3 appends ``.pkl``).
 
         :param path: the file (a path, created with its folders if needed, or a binary file open for writing)
         """
@@ -505,14 +535,10 @@ class PCL(OffPolicyAlgorithm):
         self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True, allow_pickle: bool = False
     ) -> None:
         """
-        Load a replay buffer saved with :meth:`save_replay_buffer` (read with ``allow_pickle=False``; every array is
-        checked, and every size before anything is allocated: see
-        :meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.load_npz`). It samples exactly as the saved one. A replay
-        saved with a larger ``buffer_size`` than this model's is refused (create the model with that ``buffer_size``).
-
-        Pickled buffers (SB3's format, which this package also wrote before) are refused with a ``ValueError``, because
-        unpickling runs any code the file holds. ``allow_pickle=True`` loads one anyway, with a warning: only for files
-        you trust; call :meth:`save_replay_buffer` then to convert it.
+        Load a replay buffer saved with :meth:`save_replay_buffer`, every array and size checked before anything is
+        allocated (:meth:`~sb3_pcl.common.path_buffer.PathReplayBuffer.load_npz`); it samples exactly as the saved one.
+        A replay saved with a larger ``buffer_size`` than this model's is refused. Pickled buffers (SB3's format) are
+        refused with a ``ValueError`` (unpickling runs the file's code) unless ``allow_pickle``.
 
         :param path: the file (a ``str`` or ``pathlib.Path`` that does not exist is tried with ``.npz`` appended)
         :param truncate_last_traj: unused (kept for SB3's signature)
@@ -595,20 +621,21 @@ class PCL(OffPolicyAlgorithm):
         actions = self._prepare_actions(batch.actions.reshape(n_steps * n_paths, -1))
         return distribution.log_prob(actions).reshape(n_steps, n_paths), distribution
 
-    def _target_pass(self, batch: PathBatch) -> TargetPass:
+    def _target_pass(self, batch: PathBatch) -> TargetPass | None:
         """
-        The target network's pass over a batch, without gradient: taken once per batch, read by the consistency (of the
-        update, of every trial of a trust-region step, of a value fit) and by the logged KL.
-
-        :return: as :meth:`_evaluate` (the distribution a copy the policy does not overwrite); the values are ``None``
-            unless ``use_target_values`` needs them
+        :param batch: the path segments
+        :return: the target network's pass over them, without gradient, as :meth:`_evaluate` (the distribution a copy
+            the policy does not overwrite; the values ``None`` unless ``use_target_values``), or ``None`` when the
+            consistency needs none (``relative_entropy_coef`` 0 and not ``use_target_values``)
         """
+        if not (self.relative_entropy_coef > 0 or self.use_target_values):
+            return None
         with th.no_grad():
             if self.use_target_values:
                 values, log_prob, final_values, distribution = self._evaluate(self.policy_target, batch)
-                return values, log_prob, final_values, copy.copy(distribution)
+                return TargetPass(values, log_prob, final_values, copy.copy(distribution))
             log_prob, distribution = self._log_prob(self.policy_target, batch)
-            return None, log_prob, None, copy.copy(distribution)
+            return TargetPass(None, log_prob, None, copy.copy(distribution))
 
     def _consistency(
         self,
@@ -625,17 +652,16 @@ class PCL(OffPolicyAlgorithm):
         :param log_prob: online ``log pi(a_t|s_t)`` ``(T, B)``
         :param final_values: online ``V(s_L)`` ``(B,)``, zero for terminated segments
         :param ent_coef: current entropy coefficient
-        :param target: the target's pass over the batch (:meth:`_target_pass`), taken here if ``None`` and needed: its
-            ``log pi'`` (when ``relative_entropy_coef > 0``) and, with ``use_target_values``, the far-end values
+        :param target: the target's pass over the batch (taken here if ``None``): its ``log pi'`` and, with
+            ``use_target_values``, the far-end values
         :return: the consistency residuals
         """
         far_values = target_log_prob = None
-        if target is None and (self.relative_entropy_coef > 0 or self.use_target_values):
-            target = self._target_pass(batch)
+        target = target if target is not None else self._target_pass(batch)
         if target is not None:
-            target_log_prob = target[1]
+            target_log_prob = target.log_prob
             if self.use_target_values:
-                far_values, final_values = target[0], target[2]  # type: ignore[assignment]
+                far_values, final_values = target.values, target.final_values  # type: ignore[assignment]
         return path_consistency(
             batch.rewards,
             log_prob,
@@ -656,13 +682,10 @@ class PCL(OffPolicyAlgorithm):
 
     def train(self, gradient_steps: int, batch_size: int = 32) -> None:
         """
-        One training iteration, as SAC's ``train``: the target network's polyak update, then one update per batch
-        (:meth:`_training_batches`): evaluate the segments (and the target network on them), their path consistency,
-        the losses, the policy step, and a separate value fit if one is chosen; then the logs.
-
-        The default policy step is one step of the policy's optimiser on ``policy_loss + vf_coef * value_loss`` (the
-        value fitted jointly), the gradient norm clipped to ``max_grad_norm``; ``policy_step="trust_region"`` takes
-        :meth:`_trust_region_step` instead, and ``value_fit`` other than ``"joint"`` adds :meth:`_fit_value`.
+        One training iteration, as SAC's: the target network's polyak update, then for each batch the path
+        consistency, the losses and one step of the policy's optimiser on ``policy_loss + vf_coef * value_loss``
+        (the value fitted jointly) or, with ``policy_step="trust_region"``, :meth:`_trust_region_step`; with a
+        ``value_fit`` other than ``"joint"``, :meth:`_fit_value` after the step.
 
         :param gradient_steps: number of replay batches
         :param batch_size: segments per replay batch
@@ -677,20 +700,17 @@ class PCL(OffPolicyAlgorithm):
         self._before_training_iteration()
         if isinstance(self.policy, UnifiedValue):  # V(s) = (ent_coef + lambda) * sum_k logsumexp(logits_k)
             self.policy.temperature = self.policy_target.temperature = ent_coef + self.relative_entropy_coef  # type: ignore[assignment]
-        # the target network's pass: for log pi' (lambda > 0) and the far-end values (use_target_values)
-        uses_target = self.relative_entropy_coef > 0 or self.use_target_values
 
         stats: dict[str, list[float | th.Tensor]] = {}
         batch: PathBatch | None = None
         target: TargetPass | None = None
         distribution: Any = None
-        n_updates = 0
         with no_distribution_checks():  # each check waits for a GPU; the finite checks of the updates stand instead
             for batch in self._training_batches(gradient_steps, batch_size):
                 values, log_prob, final_values, distribution = self._evaluate(self.policy, batch)
                 # the policy reuses its distribution object (a trust-region step re-evaluates it): keep this one
                 distribution = copy.copy(distribution)
-                target = self._target_pass(batch) if uses_target else None
+                target = self._target_pass(batch)  # taken once: the step and the value fit read it too
                 consistency = self._consistency(batch, values, log_prob, final_values, ent_coef, target)
                 policy_loss = pcl_policy_loss(consistency, self.clip_adv)
                 value_loss = pcl_value_loss(consistency, self.clip_adv)
@@ -706,13 +726,29 @@ class PCL(OffPolicyAlgorithm):
                     step_stats = {"grad_norm": grad_norm.detach()}
                 else:  # the original code's natural-gradient trust-region step (a separate value fit follows)
                     step_stats = self._trust_region_step(batch, consistency, ent_coef, target)
-                update = update_statistics(batch, values, consistency, distribution, policy_loss, value_loss, step_stats)
+                with th.no_grad():  # kept on the device (0-d tensors), moved to the host once per iteration
+                    entropy = distribution.entropy()
+                    if entropy is None:  # no closed form (tanh-squashed gSDE): a one-sample estimate at each state
+                        entropy = -distribution.log_prob(distribution.sample())
+                    n_valid = consistency.mask.sum().double()
+                    residual = consistency.residual.detach()
+                    update = {
+                        "consistency_loss": consistency_loss(consistency),
+                        "mean_sq_consistency": (residual**2).sum().double() / n_valid,
+                        "mean_abs_consistency": residual.abs().sum().double() / n_valid,
+                        "policy_loss": policy_loss.detach(),
+                        "value_loss": value_loss.detach(),
+                        "entropy": masked_mean(entropy, batch.mask.reshape(-1).bool()),
+                        **step_stats,
+                        "explained_variance": explained_variance_tensor(
+                            values.detach(), value_targets(consistency), batch.mask
+                        ),
+                    }
                 if self._value_fit_settings is not None:  # the original code's separate value fit, after the step
                     update["value_fit_loss"] = self._fit_value(batch, values, final_values, ent_coef, target)
                 for key, value in update.items():
                     stats.setdefault(key, []).append(value)
-                n_updates += 1
-        self._n_updates += n_updates
+                self._n_updates += 1
         if batch is not None and self._uses_target_policy():
             stats["kl_to_target"] = [self._kl_to_target(batch, distribution, target)]
         for key, values_of_key in on_host(stats).items():
@@ -728,11 +764,14 @@ class PCL(OffPolicyAlgorithm):
     ) -> dict[str, float | th.Tensor]:
         """
         The original code's ``trust_region_p``: one natural-gradient step of the policy parameters (the value's are
-        left to the separate fit), its size set by the quadratic estimate of ``KL(pi_old || pi)`` over the batch's
-        valid states, then a backtracking line search (:func:`~sb3_pcl.pcl.trust_region.trust_region_step`). The loss
-        is re-evaluated at every trial point: the squared consistency, or the surrogate with ``C`` held at its old
-        value (``policy_step_kwargs["loss"]``).
+        left to the separate fit) within ``KL(pi_old || pi) <= target_kl`` over the batch's valid states, then a
+        backtracking line search (:func:`~sb3_pcl.pcl.trust_region.trust_region_step`) on the squared consistency or
+        the surrogate with ``C`` held at its old value (``policy_step_kwargs["loss"]``).
 
+        :param batch: the path segments
+        :param consistency: their consistency before the step
+        :param ent_coef: current entropy coefficient
+        :param target: the target's pass over the batch
         :return: the step's statistics
         """
         settings = self._trust_region
@@ -784,8 +823,11 @@ class PCL(OffPolicyAlgorithm):
         ``mix * (V(s_t) + C(t)) + (1 - mix) * V_old(s_t)``, the consistency taken at the stepped policy
         (:mod:`sb3_pcl.pcl.value_fits`).
 
-        :param values: ``V(s_t)`` and ``V(s_L)`` of the update's pass: still the values after the step unless the step
-            moved parameters they depend on (then they are evaluated again)
+        :param batch: the path segments
+        :param values: ``V(s_t)`` of the update's pass (evaluated again if the step moved parameters they depend on)
+        :param final_values: ``V(s_L)`` of that pass
+        :param ent_coef: current entropy coefficient
+        :param target: the target's pass over the batch
         :return: the fit's regression loss
         """
         fit = self._value_fit_settings
@@ -824,7 +866,7 @@ class PCL(OffPolicyAlgorithm):
         """
         with th.no_grad():
             if target is not None and distribution is not None:
-                return masked_mean(state_kl(target[3], distribution), batch.mask.reshape(-1))
+                return masked_mean(state_kl(target.distribution, distribution), batch.mask.reshape(-1))
             obs = self._valid_observations(batch)
             return state_kl(self.policy_target.get_distribution(obs), self.policy.get_distribution(obs)).mean()
 
@@ -845,8 +887,8 @@ class PCL(OffPolicyAlgorithm):
 
     # ------------------------------------------------------------------ saving
     def _excluded_save_params(self) -> list[str]:
-        excluded = ["actor", "policy_target", "value_optimizer", "_value_fit_settings", "_trust_region"]
-        return [*super()._excluded_save_params(), *excluded, "_value_parameters", "_policy_parameters"]
+        excluded = ["actor", "policy_target", "value_optimizer", "_value_fit_settings", "_trust_region", "_value_parameters"]
+        return [*super()._excluded_save_params(), *excluded, "_policy_parameters"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts = ["policy", "policy.optimizer", "policy_target"]

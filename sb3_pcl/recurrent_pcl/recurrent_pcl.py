@@ -17,6 +17,7 @@ import torch as th
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback
 
+from sb3_pcl.common.actions import to_env_actions
 from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 from sb3_pcl.common.statistics import masked_mean, state_kl
@@ -84,7 +85,7 @@ class RecurrentPCL(PCL):
             )
         super()._configure_replay_buffer()
 
-    def _sample_policy_actions(self, learning_starts: int, n_envs: int) -> np.ndarray:
+    def _sample_action(self, learning_starts: int, action_noise: Any = None, n_envs: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """
         One collection step: the acting policy's state is carried per env and reset at episode starts.
 
@@ -94,8 +95,9 @@ class RecurrentPCL(PCL):
         never reads this state (the replay rebuilds it), it only drives acting.
 
         :param learning_starts: uniformly random actions before this many steps (unless ``use_policy_at_warmup``)
+        :param action_noise: unused (always ``None``)
         :param n_envs: number of envs
-        :return: the actions as sampled, ``(n_envs, *action_shape)``
+        :return: the env's actions and the actions as sampled, ``(n_envs, *action_shape)``
         """
         assert self._last_obs is not None
         acting = self.policy_target if self.sample_from == "target" else self.policy
@@ -117,8 +119,8 @@ class RecurrentPCL(PCL):
                 th.as_tensor(starts, device=self.device),
                 actions=random_actions,
             )
-        action_shape: tuple[int, ...] = self.action_space.shape or ()
-        return actions.cpu().numpy().reshape((n_envs, *action_shape))
+        sampled = actions.cpu().numpy().reshape((n_envs, *(self.action_space.shape or ())))
+        return to_env_actions(self.policy, self.action_space, sampled, self.clip_actions), sampled
 
     def _store_transition(
         self,

@@ -17,18 +17,20 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_pcl.common.actions import no_distribution_checks
 from sb3_pcl.common.dict_obs import map_obs
-from sb3_pcl.common.schedules import ProgressWithinBudget, parse_schedule
+from sb3_pcl.common.schedules import parse_schedule
 from sb3_pcl.common.statistics import on_host
 from sb3_pcl.common.validation import (
-    ObservationSpaceChecks,
     check,
     check_budget,
+    check_env_spaces,
+    check_finite_parameters,
     check_finite_update,
     check_policy_class,
     check_policy_observation_space,
     check_saved_by,
     is_int,
     is_real,
+    resolve_policy_name,
 )
 from sb3_pcl.reinforce.episodes import (
     MAX_SEED,
@@ -63,7 +65,7 @@ _OLD_SAVE_ATTRIBUTES = (
 )
 
 
-class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
+class Reinforce(BaseAlgorithm):
     """
     REINFORCE with an entropy bonus (MENT) and a non-parametric K-sample baseline.
 
@@ -137,7 +139,8 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
         "CnnPolicy": CnnPolicy,
         "MultiInputPolicy": MultiInputPolicy,
     }
-    supports_dict_observations = True
+    #: whether the class takes ``Dict`` observation spaces (``MultiInputPolicy``)
+    supports_dict_observations: ClassVar[bool] = True
     policy: ActorCriticPolicy
 
     def __init__(
@@ -203,6 +206,30 @@ class Reinforce(ObservationSpaceChecks, ProgressWithinBudget, BaseAlgorithm):
     # ------------------------------------------------------------------ setup
     #: whether ``ent_coef`` must be > 0 (UREX's temperature) rather than >= 0
     _ent_coef_positive: ClassVar[bool] = False
+
+    @classmethod
+    def _wrap_env(cls, env: Any, verbose: int = 0, monitor_wrapper: bool = True) -> Any:
+        """SB3's wrapping, after a clear error for the spaces the algorithm does not take (constructor, ``set_env``
+        and ``load``)."""
+        check_env_spaces(cls.__name__, env, cls.supports_dict_observations)
+        return super()._wrap_env(env, verbose, monitor_wrapper)
+
+    @classmethod
+    def load(cls: type[SelfReinforce], path: Any, *args: Any, **kwargs: Any) -> SelfReinforce:  # type: ignore[override]
+        """SB3's ``load``, then a ``ValueError`` naming the file and the tensors if a saved tensor is not finite."""
+        model = super().load(path, *args, **kwargs)
+        check_finite_parameters(model, path)
+        return model
+
+    def _get_policy_from_name(self, policy_name: str) -> type[BasePolicy]:
+        """SB3's lookup, after a clear error for a policy name the class does not take."""
+        policy_name = resolve_policy_name(type(self).__name__, policy_name, self.policy_aliases)
+        return super()._get_policy_from_name(policy_name)
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        """SB3's, stopped at 0 when the last batch overshoots the step budget, so that every schedule ends at its end
+        value (rl-zoo3's ``lin_<x>`` would give a negative learning rate)."""
+        self._current_progress_remaining = max(0.0, 1.0 - float(num_timesteps) / float(total_timesteps))
 
     def _check_hyperparameters(self) -> None:
         """Raise a ``ValueError`` naming the first invalid hyperparameter (at construction, and at load: the file's values)."""

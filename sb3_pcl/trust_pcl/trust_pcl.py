@@ -198,41 +198,27 @@ class TrustPCL(PCL):
         )
 
     # ------------------------------------------------------------------ lambda
-    def _episode_returns_in_training_units(self, returns: np.ndarray) -> np.ndarray:
-        """
-        Scale Monitor's raw episode returns like the rewards the consistency sees.
-
-        With ``VecNormalize(norm_reward=True)`` every reward is divided by the current
-        ``sqrt(ret_rms.var + epsilon)`` (the per-reward clipping is ignored here).
-
-        :param returns: raw episode returns
-        :return: the returns in the units of the trained rewards
-        """
-        venv = self._vec_normalize_env
-        if venv is not None and venv.norm_reward:
-            return returns / np.sqrt(venv.ret_rms.var + venv.epsilon)
-        return returns
-
-    def _update_relative_entropy_coef(self) -> None:
-        """Re-estimate ``lambda`` from the last ``lambda_window`` episodes and smooth it in (with too few episodes: kept,
-        or ``lambda_fallback`` smoothed in)."""
-        assert self.max_divergence is not None
-        episodes = np.array(self._lambda_episodes, dtype=np.float64).reshape(-1, 2)
-        returns, lengths = episodes[:, 0], episodes[:, 1]
-        new = find_relative_entropy_coef(
-            self._episode_returns_in_training_units(returns), lengths, self.max_divergence, LAMBDA_LOW, LAMBDA_HIGH
-        )
-        if new is None:
-            self._warn_if_lambda_cannot_adapt()
-            if self.lambda_fallback is None:
-                return
-            new = float(self.lambda_fallback)
-        else:
-            self.lambda_target = new
-        self.relative_entropy_coef = float(
-            self.lambda_smoothing * self.relative_entropy_coef + (1.0 - self.lambda_smoothing) * new
-        )
-        self.logger.record("train/lambda_target", new)
+    def _before_training_iteration(self) -> None:
+        """With ``max_divergence``, re-estimate ``lambda`` from the last ``lambda_window`` episodes and smooth it in
+        (with too few episodes: kept, or ``lambda_fallback`` smoothed in); after the target update, before the gradient
+        steps of the iteration."""
+        if self.max_divergence is not None:
+            episodes = np.array(self._lambda_episodes, dtype=np.float64).reshape(-1, 2)
+            returns, lengths = episodes[:, 0], episodes[:, 1]
+            venv = self._vec_normalize_env
+            if venv is not None and venv.norm_reward:  # the units of the rewards the consistency sees (unclipped)
+                returns = returns / np.sqrt(venv.ret_rms.var + venv.epsilon)
+            new = find_relative_entropy_coef(returns, lengths, self.max_divergence, LAMBDA_LOW, LAMBDA_HIGH)
+            if new is None:
+                self._warn_if_lambda_cannot_adapt()
+                new = None if self.lambda_fallback is None else float(self.lambda_fallback)
+            else:
+                self.lambda_target = new
+            if new is not None:
+                smoothed = self.lambda_smoothing * self.relative_entropy_coef + (1.0 - self.lambda_smoothing) * new
+                self.relative_entropy_coef = float(smoothed)
+                self.logger.record("train/lambda_target", new)
+        self.logger.record("train/lambda", self.relative_entropy_coef)
 
     def _warn_if_lambda_cannot_adapt(self) -> None:
         """Warn once when so few episodes end that ``lambda`` has never been estimated after many steps."""
@@ -254,12 +240,6 @@ class TrustPCL(PCL):
             episode = info.get("episode")
             if episode is not None:
                 self._lambda_episodes.append((float(episode["r"]), float(episode["l"])))
-
-    def _before_training_iteration(self) -> None:
-        """Adapt ``lambda`` (after the target update, before the gradient steps of the iteration)."""
-        if self.max_divergence is not None:
-            self._update_relative_entropy_coef()
-        self.logger.record("train/lambda", self.relative_entropy_coef)
 
     def _uses_target_policy(self) -> bool:
         return self.max_divergence is not None or super()._uses_target_policy()
