@@ -512,16 +512,21 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
     bars = {"now": [_throughput(run) for run in runs.values()]}
     if before:
         bars = {"before": [_throughput(before[spec]) if spec in before else 0.0 for spec in runs], **bars}
-    frame = pd.DataFrame(bars, index=[spec.replace(":", "\n") for spec in runs])
-    with saved_figure(out / "speed.png", figsize=(max(6.0, 1.1 * len(runs) + 2), 4.5)) as (_, ax):
+    labels = [spec.replace(":", "\n").replace("[", "\n[") for spec in runs]
+    slanted = max(len(line) for label in labels for line in label.splitlines()) > 14  # wider than a bar: slant them
+    frame = pd.DataFrame(bars, index=labels)
+    with saved_figure(out / "speed.png", figsize=(max(6.0, 1.1 * len(runs) + 2), 4.5 + 1.5 * slanted)) as (_, ax):
         frame.plot.bar(
             ax=ax,
-            rot=0,
+            rot=30 if slanted else 0,
             color=["#bbbbbb", "#3070b0"][-len(bars) :],
             legend=bool(before),
             ylabel="env steps per CPU second (training included)",
             title="Median throughput, one torch thread",
         )
+        if slanted:
+            for label in ax.get_xticklabels():
+                label.set_horizontalalignment("right")
     return path
 
 
