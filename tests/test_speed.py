@@ -53,15 +53,29 @@ def test_speed_rejects_a_malformed_configuration() -> None:
 
 
 def test_configurations_name_their_torch_threads_and_a_load_runs_alongside() -> None:
-    assert speed._configure("pcl:CartPole-v1") == ("pcl", "CartPole-v1", 1, None)
-    assert speed._configure("trust_pcl:HalfCheetah-v5@2") == ("trust_pcl", "HalfCheetah-v5", 2, None)
-    assert speed._configure("trust_pcl[mujoco-2018]:Hopper-v5") == ("trust_pcl", "Hopper-v5", 1, "mujoco-2018")
-    for bad in ("pcl:CartPole-v1@0", "pcl:CartPole-v1@x", ":CartPole-v1", "pcl[]:CartPole-v1"):
+    assert speed._configure("pcl:CartPole-v1") == ("pcl", "CartPole-v1", 1, None, None)
+    assert speed._configure("trust_pcl:HalfCheetah-v5@2") == ("trust_pcl", "HalfCheetah-v5", 2, None, None)
+    assert speed._configure("trust_pcl[mujoco-2018]:Hopper-v5") == ("trust_pcl", "Hopper-v5", 1, "mujoco-2018", None)
+    urex = ("recurrent_urex", "sb3_pcl/Copy-v0", 2, None, "algorithmic")
+    assert speed._configure("recurrent_urex:sb3_pcl/Copy-v0[algorithmic]@2") == urex
+    bad_specs = ("pcl:CartPole-v1@0", "pcl:CartPole-v1@x", ":CartPole-v1", "pcl[]:CartPole-v1", "pcl:CartPole-v1[fast]")
+    for bad in bad_specs:
         with pytest.raises(ValueError, match="algo:env@threads"):
             speed._configure(bad)
     with speed.machine_load(1):
         pass  # the busy process is started, then stopped
     assert speed.load_text(2).startswith("Machine loaded with 2")
+
+
+def test_a_configuration_on_another_vec_env_is_compared_with_its_default_one() -> None:
+    def run(cpu: float, vec_env: str) -> dict:
+        return {"median_steps_per_cpu_s": cpu, "median_steps_per_s": cpu / 2, "vec_env": vec_env}
+
+    runs = {"urex:sb3_pcl/Copy-v0": run(1000, "DummyVecEnv"), "urex:sb3_pcl/Copy-v0[algorithmic]": run(1700, "Alg")}
+    runs["urex:sb3_pcl/Reverse-v0[algorithmic]"] = run(900, "Alg")  # no default-VecEnv run: no row
+    table = "\n".join(speed._vec_env_table(runs))
+    assert "| urex:sb3_pcl/Copy-v0 | DummyVecEnv | 1000 | Alg | 1700 | 1.70x |" in table and "Reverse" not in table
+    assert speed._vec_env_table({"urex:sb3_pcl/Copy-v0": run(1000, "DummyVecEnv")}) == []
 
 
 def test_the_env_limit_steps_every_env_with_random_actions() -> None:

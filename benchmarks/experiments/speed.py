@@ -154,17 +154,32 @@ def instrument(model: Any, clock: Callable[[], float] = time.perf_counter) -> It
             delattr(owner, method)  # the class's method again
 
 
-def _configure(spec: str) -> tuple[str, str, int, str | None]:
-    """:return: algorithm, env, torch threads and entry of ``algo:env``, ``algo:env@threads`` or ``algo[entry]:env...``
-    (``entry``: the key of the algorithm's file read whatever the env, as a campaign's ``entry``)"""
+def _configure(spec: str) -> tuple[str, str, int, str | None, str | None]:
+    """:return: algorithm, env, torch threads, entry and VecEnv of ``algo:env``, ``algo:env@threads``,
+    ``algo[entry]:env...`` or ``algo:env[vec_env]...`` (``entry``: the key of the algorithm's file read whatever the env,
+    as a campaign's ``entry``; ``vec_env``: one of :data:`benchmarks.harness.VEC_ENV_TYPES`, default ``dummy``)"""
+    from benchmarks.harness import VEC_ENV_TYPES
+
     rest, _, threads = spec.partition("@")
     algo, sep, env = rest.partition(":")
-    entry = None
+    entry = vec_env = None
     if algo.endswith("]") and "[" in algo:
         algo, _, entry = algo[:-1].partition("[")
-    if not sep or not algo or not env or entry == "" or (threads and not (threads.isdigit() and int(threads) >= 1)):
-        raise ValueError(f"a configuration is 'algo:env', 'algo:env@threads' or 'algo[entry]:env', got {spec!r}")
-    return algo, env, int(threads or 1), entry
+    if env.endswith("]") and "[" in env:
+        env, _, vec_env = env[:-1].partition("[")
+    if (
+        not sep
+        or not algo
+        or not env
+        or entry == ""
+        or (vec_env is not None and vec_env not in VEC_ENV_TYPES)
+        or (threads and not (threads.isdigit() and int(threads) >= 1))
+    ):
+        raise ValueError(
+            f"a configuration is 'algo:env', 'algo:env@threads', 'algo[entry]:env' or 'algo:env[vec_env]' (vec_env one"
+            f" of {VEC_ENV_TYPES}), got {spec!r}"
+        )
+    return algo, env, int(threads or 1), entry, vec_env
 
 
 def matmul_rate(rows: int = 768, width: int = 256, seconds: float = 1.0) -> float:
@@ -268,7 +283,8 @@ def _breakdown(model: Any, steps: int) -> dict[str, Any]:
 
 def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, seed: int, breakdown: bool) -> dict[str, Any]:
     """
-    :param configs: ``algo:env`` strings (``algo:env@threads``: with that many torch threads, default 1)
+    :param configs: ``algo:env`` strings (``algo:env@threads``: with that many torch threads, default 1; ``algo[entry]``
+        and ``env[vec_env]``: see :func:`_configure`)
     :param reps: timed repetitions per configuration (interleaved)
     :param steps: env steps per repetition (``None``: :data:`DEFAULT_STEPS` or :data:`STEPS`)
     :param warmup: env steps trained after ``learning_starts`` before timing
@@ -284,13 +300,15 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
 
     parsed = {spec: _configure(spec) for spec in configs}  # every configuration checked before any is built
     models, results = {}, {}
-    for spec, (algo, env_id, threads, entry) in parsed.items():
+    for spec, (algo, env_id, threads, entry, vec_env) in parsed.items():
         th.set_num_threads(threads)
         if algo == ENV_LIMIT:
             model = EnvLimit(env_id, seed)
         else:
             hyperparams_dir = BASELINE_HYPERPARAMS_DIR if algo in BASELINE_DIR_ALGOS else None
-            model = make_experiment(algo, env_id, seed, hyperparams_dir=hyperparams_dir, eval_env=False, entry=entry).model
+            model = make_experiment(
+                algo, env_id, seed, hyperparams_dir=hyperparams_dir, vec_env=vec_env, eval_env=False, entry=entry
+            ).model
         if (before_timing := int(getattr(model, "learning_starts", 0) or 0) + warmup) > 0:
             model.learn(before_timing)
         models[spec] = model
@@ -298,6 +316,7 @@ def measure(configs: Sequence[str], reps: int, steps: int | None, warmup: int, s
             "algo": algo,
             "env": env_id,
             "class": type(model).__name__,
+            "vec_env": type(model.env.unwrapped).__name__,
             "n_envs": model.n_envs,
             "threads": threads,
             "steps_per_rep": steps if steps is not None else DEFAULT_STEPS.get(algo, STEPS),
@@ -362,6 +381,26 @@ def _mujoco_table(runs: dict[str, Any], before: dict[str, Any]) -> list[str]:
         "\n".join(markdown_table(header, rows)),
         f"Trust-PCL at least TRPO's throughput on {met_trpo} of {len(tasks)} tasks; at least a quarter of the env's "
         f"limit on {met_quarter} of {len(tasks)}.",
+    ]
+
+
+def _vec_env_table(runs: dict[str, Any]) -> list[str]:
+    """:return: the paragraphs comparing each ``algo:env[vec_env]`` run with its ``algo:env`` run (none without pairs)"""
+    rows = []
+    for spec, run in runs.items():
+        _, env, _, _, vec_env = _configure(spec)
+        plain = spec.replace(f"{env}[{vec_env}]", env)
+        if vec_env is not None and plain != spec and plain in runs:
+            ours, theirs = _throughput(run), _throughput(runs[plain])
+            rows.append([plain, runs[plain].get("vec_env", "-"), f"{theirs:.0f}", run["vec_env"], f"{ours:.0f}"])
+            rows[-1].append(f"{ours / theirs:.2f}x")
+    if not rows:
+        return []
+    header = ["Configuration", "VecEnv", "Median CPU steps/s", "Other VecEnv", "Median CPU steps/s", "Speed-up"]
+    return [
+        "## Against another VecEnv",
+        "Each `algo:env[vec_env]` configuration against the same entry on its default VecEnv, same run.",
+        "\n".join(markdown_table(header, rows)),
     ]
 
 
@@ -435,11 +474,13 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
 
     out.mkdir(parents=True, exist_ok=True)
     runs, before = data["runs"], (baseline or {}).get("runs", {})
-    header = ["Configuration", "Class", "Envs", "Steps per rep", "Median CPU steps/s", "Repetitions", "Wall steps/s"]
+    header = ["Configuration", "Class", "Envs", "VecEnv", "Steps per rep", "Median CPU steps/s", "Repetitions"]
+    header.append("Wall steps/s")
     rows = []
     for spec, run in runs.items():
         repetitions = ", ".join(f"{value:.0f}" for value in run.get("steps_per_cpu_s", run["steps_per_s"]))
-        row = [spec, run["class"], run["n_envs"], run["steps_per_rep"], f"{_throughput(run):.0f}", repetitions]
+        row = [spec, run["class"], run["n_envs"], run.get("vec_env", "-"), run["steps_per_rep"]]
+        row += [f"{_throughput(run):.0f}", repetitions]
         row.append(f"{run['median_steps_per_s']:.0f}")
         if before:
             old = _throughput(before[spec]) if spec in before else None
@@ -457,6 +498,7 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
         "CPU-time budget counts. It is the measure to compare on a shared machine; wall-clock steps/s, also given, "
         "falls with whatever else the machine runs.",
         *_mujoco_table(runs, before),
+        *_vec_env_table(runs),
         "## Env steps per CPU second, training included (median of the repetitions)",
         "\n".join(markdown_table(header + (["Before (median)", "After / before"] if before else []), rows)),
     ]
@@ -470,22 +512,29 @@ def write_report(data: dict[str, Any], out: Path, baseline: dict[str, Any] | Non
     bars = {"now": [_throughput(run) for run in runs.values()]}
     if before:
         bars = {"before": [_throughput(before[spec]) if spec in before else 0.0 for spec in runs], **bars}
-    frame = pd.DataFrame(bars, index=[spec.replace(":", "\n") for spec in runs])
-    with saved_figure(out / "speed.png", figsize=(max(6.0, 1.1 * len(runs) + 2), 4.5)) as (_, ax):
+    labels = [spec.replace(":", "\n").replace("[", "\n[") for spec in runs]
+    slanted = max(len(line) for label in labels for line in label.splitlines()) > 14  # wider than a bar: slant them
+    frame = pd.DataFrame(bars, index=labels)
+    with saved_figure(out / "speed.png", figsize=(max(6.0, 1.1 * len(runs) + 2), 4.5 + 1.5 * slanted)) as (_, ax):
         frame.plot.bar(
             ax=ax,
-            rot=0,
+            rot=30 if slanted else 0,
             color=["#bbbbbb", "#3070b0"][-len(bars) :],
             legend=bool(before),
             ylabel="env steps per CPU second (training included)",
             title="Median throughput, one torch thread",
         )
+        if slanted:
+            for label in ax.get_xticklabels():
+                label.set_horizontalalignment("right")
     return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Training throughput (env steps per CPU second); benchmarks/README.md")
-    parser.add_argument("--configs", nargs="+", default=list(DEFAULT_CONFIGS), help="algo:env or algo:env@threads")
+    parser.add_argument(
+        "--configs", nargs="+", default=list(DEFAULT_CONFIGS), help="algo:env[@threads], algo[entry]:env, algo:env[vec_env]"
+    )
     parser.add_argument("--reps", type=int, default=3, help="timed repetitions per configuration (default: 3)")
     parser.add_argument("--steps", type=int, default=None, help=f"env steps per repetition (default: {STEPS}, SAC/TD3 1000)")
     parser.add_argument("--warmup", type=int, default=2_000, help="env steps after learning_starts before timing")
