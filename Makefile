@@ -23,7 +23,7 @@ pytest-golden:
 check-repo:
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m repo checks tests
 
-# The experiment commands of benchmarks/experiments/ (speed, diagnose, demonstrations, buffer_memory) on tiny budgets
+# The experiment commands of benchmarks/experiments/ (speed, diagnose, demonstrations, buffer_memory, defaults_study) on tiny budgets
 check-experiments:
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m experiments
 

@@ -333,30 +333,27 @@ def interval_estimates(
 
 def aggregate_suite(
     folder: str | Path,
-    suite: str | None = None,
     normalisation: SuiteNormalisation | None = None,
     reps: int = DEFAULT_REPS,
-    seed: int = DEFAULT_SEED,
     n_points: int = DEFAULT_POINTS,
 ) -> Aggregate:
     """
-    Compute the aggregate of a suite folder (nothing is written).
+    Compute the aggregate of a suite folder (nothing is written; bootstrap seed :data:`DEFAULT_SEED`).
 
-    :param folder: The suite folder (``evaluations.csv``, optionally ``run_metadata.json``).
-    :param suite: Its name in :data:`NORMALISATION` (default: the folder's name).
+    :param folder: The suite folder (``evaluations.csv``, optionally ``run_metadata.json``), named as its suite in
+        :data:`NORMALISATION`.
     :param normalisation: Use this normalisation instead of the suite's entry.
     :param reps: Bootstrap resamples of the final-score intervals.
-    :param seed: Seed of the bootstrap.
     :param n_points: Step points of the sample-efficiency curves.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"Suite folder {folder} not found")
-    suite = suite or folder.resolve().name
+    suite = folder.resolve().name
     if normalisation is None and suite not in NORMALISATION:
         raise ValueError(
             f"No normalisation reference for suite {suite!r}: known suites are {sorted(NORMALISATION)} "
-            "(benchmarks.aggregate.NORMALISATION; pass --suite NAME for a folder named otherwise)"
+            "(benchmarks.aggregate.NORMALISATION, by the name of the folder)"
         )
     normalisation = normalisation or NORMALISATION[suite]
     frame = load_evaluations(folder)
@@ -375,7 +372,7 @@ def aggregate_suite(
             )
         scores[algo] = np.stack(columns, axis=1)
     supported = {algo: values for algo, values in scores.items() if len(values) >= MIN_SEEDS_FOR_INTERVAL}
-    points, intervals = interval_estimates(supported, reps=reps, seed=seed) if supported else ({}, {})
+    points, intervals = interval_estimates(supported, reps=reps) if supported else ({}, {})
     for algo in scores.keys() - supported.keys():  # too few seeds per env for an interval: the point estimates only
         points[algo] = _metrics(scores[algo])
         intervals[algo] = np.full((2, len(METRICS)), np.nan)

@@ -239,24 +239,33 @@ def ray_session(workers: int, address: str | None = None) -> Iterator[dict[str, 
 
 def run_remote(task: RunTask, cwd: str) -> dict[str, Any]:
     """
-    Ray task: train one run and return its files' content (the machine running it may not see the output folder).
+    Ray task: train one run and return its files' content (the machine running it may not see the output folder). Its
+    checkpoints stay: the driver removes them once it has stored the run (:func:`remove_checkpoints`), so that a run
+    whose store fails resumes from them.
 
     :param task: The run
     :param cwd: The driver's working directory, where relative paths of the options are resolved
-    :return: ``name``, ``node``, ``ok``, then ``csv`` (the evaluations) and ``metadata``, or ``traceback``
+    :return: ``name``, ``node``, ``node_id`` (Ray's, ``None`` outside Ray), ``ok``, then ``csv`` (the evaluations) and
+        ``metadata``, or ``traceback``
     """
-    result: dict[str, Any] = {"name": task.name, "node": platform.node()}
+    result: dict[str, Any] = {"name": task.name, "node": platform.node(), "node_id": None}
     try:
         if not Path(cwd).is_dir():
             message = f"{cwd} (the driver's working directory) is not on {platform.node()}"
             raise FileNotFoundError(f"{message}: every machine needs the checkout at the same path")
         os.chdir(cwd)
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized():
+            result["node_id"] = ray.get_runtime_context().get_node_id()
         frame, metadata = run_experiment(task)
-        if task.checkpoint_dir is not None:
-            shutil.rmtree(task.checkpoint_dir, ignore_errors=True)
     except Exception:
         return {**result, "ok": False, "traceback": traceback.format_exc()}
     return {**result, "ok": True, "csv": frame.to_csv(index=False), "metadata": metadata}
+
+
+def remove_checkpoints(checkpoint_dir: str) -> None:
+    """Ray task, on the node that ran the run: delete the checkpoints of a run the driver has stored."""
+    shutil.rmtree(checkpoint_dir, ignore_errors=True)
 
 
 def _execute_ray(tasks: Sequence[RunTask], store: Store, fresh_process_per_run: bool) -> list[dict[str, Any]]:
@@ -267,6 +276,8 @@ def _execute_ray(tasks: Sequence[RunTask], store: Store, fresh_process_per_run: 
     if fresh_process_per_run:
         options["max_calls"] = 1
     remote = ray.remote(**options)(run_remote)
+    # on the node whose disk holds the checkpoints, without a CPU of its own: the runs may hold every CPU
+    cleanup = ray.remote(num_cpus=0, max_retries=0)(remove_checkpoints)
     cwd = os.getcwd()
     pending = {remote.remote(task, cwd): task for task in tasks}
     results: list[dict[str, Any]] = []
@@ -283,10 +294,25 @@ def _execute_ray(tasks: Sequence[RunTask], store: Store, fresh_process_per_run: 
                 try:
                     store(task, outcome["csv"], outcome["metadata"])
                     result = {**_success(task.name, outcome["metadata"]), "node": outcome["node"]}
-                except Exception:
+                except Exception:  # its checkpoints stay: the next invocation resumes the run from them
                     result = record_failure(task, f"Ray node: {outcome['node']}\n{traceback.format_exc()}")
+                else:
+                    if task.checkpoint_dir is not None:
+                        _remove_remote_checkpoints(ray, cleanup, task.checkpoint_dir, outcome["node_id"])
             else:
                 result = record_failure(task, f"Ray node: {outcome['node']}\n{outcome['traceback']}")
         results.append(result)
         _log_result(result, len(results), len(tasks))
     return results
+
+
+def _remove_remote_checkpoints(ray: Any, cleanup: Any, checkpoint_dir: str, node_id: str | None) -> None:
+    """Delete a stored run's checkpoints on the node that wrote them (``node_id``; anywhere when unknown); a warning
+    naming the folder if that fails (the node is gone, say)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    strategy = NodeAffinitySchedulingStrategy(node_id, soft=False) if node_id is not None else "DEFAULT"
+    try:
+        ray.get(cleanup.options(scheduling_strategy=strategy).remote(checkpoint_dir))
+    except ray.exceptions.RayError as exc:
+        logger.warning("%s (node %s): the stored run's checkpoints could not be deleted: %s", checkpoint_dir, node_id, exc)

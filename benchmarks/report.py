@@ -265,8 +265,9 @@ def leads(campaign: Campaign, frame: pd.DataFrame) -> list[Lead]:
                 runs = frame[(frame["series"] == algo) & (frame["env"] == env)]
                 there = [value for _, run in runs.groupby("seed") if (value := metric_values(run, clock, mark))]
                 if there:
-                    per_metric[algo] = [[value[index] for value in there] for index in range(len(METRICS))]
-                    machines[algo] = tuple((value[3], value[4]) for value in there)
+                    *metrics, cpus, rates = zip(*there, strict=True)
+                    per_metric[algo] = [list(values) for values in metrics]
+                    machines[algo] = tuple(zip(cpus, rates, strict=True))
             values = {algo: tuple(metrics[0]) for algo, metrics in per_metric.items()}
             ranked = sorted(values, key=lambda algo: -float(np.mean(values[algo])))
             lead = Lead(env, mark, tuple((algo, values[algo]) for algo in ranked))
@@ -282,8 +283,7 @@ def leads(campaign: Campaign, frame: pd.DataFrame) -> list[Lead]:
             if len(ranked) >= 2 and min(len(values[ranked[0]]), len(values[ranked[1]])) >= 2:
                 second = values[ranked[1]]
                 p_value = reporting.permutation_p_value(first, second)
-                floor = reporting.permutation_p_value(np.arange(len(first)) + 1e9, np.arange(len(second)))
-                lead = dataclasses.replace(lead, p_value=p_value, smallest_p=floor)
+                lead = dataclasses.replace(lead, p_value=p_value, smallest_p=smallest_p(len(first), len(second)))
             found.append(lead)
     return found
 
@@ -309,7 +309,7 @@ def leaders_table(campaign: Campaign, frame: pd.DataFrame) -> list[str]:
         cells = [f"{algo} {reporting.number(means[algo])} ({len(values)})" for algo, values in lead.ranked]
         verdict = "-"
         if not math.isnan(lead.p_value):
-            verdict = f"{lead.ranked[0][0]} ahead" if lead.p_value < 0.05 else "not distinguishable"
+            verdict = f"{lead.ranked[0][0]} ahead" if lead.p_value < SIGNIFICANCE else "not distinguishable"
             verdict += f" (p = {lead.p_value:.2g}; smallest possible {lead.smallest_p:.2g})"
         size = {algo: len(values) for algo, values in lead.ranked}
         separated = "; ".join(

@@ -33,15 +33,11 @@ BOOTSTRAP_REPS = 10_000
 EXACT_PERMUTATION_LIMIT = 500_000
 
 
-def bootstrap_interval(
-    values: npt.ArrayLike, reps: int = BOOTSTRAP_REPS, seed: int = 0, level: float = 0.95
-) -> tuple[float, float]:
+def bootstrap_interval(values: npt.ArrayLike) -> tuple[float, float]:
     """
     :param values: One value per seed
-    :param reps: Bootstrap resamples
-    :param seed: Seed of the resampling (the interval is reproducible)
-    :param level: Coverage of the interval
-    :return: The percentile bootstrap interval of the mean
+    :return: The percentile bootstrap 95% interval of the mean (:data:`BOOTSTRAP_REPS` resamples, NumPy seed 0: the
+        interval is reproducible)
     :raises ValueError: No values, or a non-finite one
     """
     data = np.asarray(values, dtype=float)
@@ -51,8 +47,8 @@ def bootstrap_interval(
         return float(data[0]), float(data[0])
     from scipy import stats
 
-    rng = np.random.default_rng(seed)
-    result = stats.bootstrap((data,), np.mean, n_resamples=reps, method="percentile", confidence_level=level, rng=rng)
+    rng = np.random.default_rng(0)
+    result = stats.bootstrap((data,), np.mean, n_resamples=BOOTSTRAP_REPS, method="percentile", confidence_level=0.95, rng=rng)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -91,11 +87,10 @@ def range_coverage(n_seeds: int) -> float:
     return 1.0 - 2.0 ** (1 - n_seeds) if n_seeds >= 1 else 0.0
 
 
-def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike, seed: int = 0) -> float:
+def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike) -> float:
     """
     :param first: One value per seed of the first algorithm
     :param second: One value per seed of the second
-    :param seed: Seed of the random splits drawn when there are more than :data:`EXACT_PERMUTATION_LIMIT`
     :return: Two-sided p-value of the difference of the means over the splits of the pooled values into groups of the
         same sizes (all of them when few enough): twice the smaller of the shares of splits whose difference is at least
         and at most the observed one, at most 1 (scipy's ``alternative="two-sided"``)
@@ -108,7 +103,7 @@ def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike, seed: int =
     def difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
-    # exact (every split) when there are at most EXACT_PERMUTATION_LIMIT of them, else that many random ones
+    # exact (every split) when there are at most EXACT_PERMUTATION_LIMIT of them, else that many random ones (seed 0)
     result = stats.permutation_test(
         (a, b),
         difference,
@@ -116,7 +111,7 @@ def permutation_p_value(first: npt.ArrayLike, second: npt.ArrayLike, seed: int =
         alternative="two-sided",
         n_resamples=EXACT_PERMUTATION_LIMIT,
         vectorized=True,
-        rng=np.random.default_rng(seed),
+        rng=np.random.default_rng(0),
     )
     return float(result.pvalue)
 

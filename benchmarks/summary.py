@@ -29,18 +29,18 @@ from benchmarks.store import read_evaluations
 SECONDS_PLOT_SUFFIX = "_seconds"
 
 
-def threshold_crossings(frame: pd.DataFrame, threshold: float | None, exclude_initial: bool = True) -> pd.DataFrame:
+def threshold_crossings(frame: pd.DataFrame, threshold: float | None) -> pd.DataFrame:
     """
     :param frame: Evaluations
     :param threshold: Reward threshold (``None``: never reached)
-    :param exclude_initial: Ignore the evaluation at step 0 (a lucky untrained policy says nothing about learning)
-    :return: Per (algo, env, seed): ``reached`` and the ``timesteps`` / ``wall_time_s`` of the first evaluation
-        with ``mean_return >= threshold`` (NaN when not reached)
+    :return: Per (algo, env, seed): ``reached`` and the ``timesteps`` / ``wall_time_s`` of the first evaluation after
+        step 0 (a lucky untrained policy says nothing about learning) with ``mean_return >= threshold`` (NaN when not
+        reached)
     """
     rows = []
     for (algo, env, seed), run in frame.groupby(["algo", "env", "seed"], sort=True):
         run = run.sort_values("timesteps")
-        run = run[run["timesteps"] > 0] if exclude_initial else run
+        run = run[run["timesteps"] > 0]
         hits = run[run["mean_return"] >= threshold] if threshold is not None else run.iloc[0:0]
         first = hits.iloc[0] if len(hits) else {"timesteps": math.nan, "wall_time_s": math.nan}
         rows.append((algo, env, seed, len(hits) > 0, float(first["timesteps"]), float(first["wall_time_s"])))

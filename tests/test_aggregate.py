@@ -192,7 +192,7 @@ def test_bad_input_fails_with_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="No normalisation reference for suite 'elsewhere'"):
         aggregate.write_aggregate(write_suite(tmp_path / "elsewhere", frame))
     with pytest.raises(ValueError, match="No normalisation reference for env 'Env-A'"):
-        aggregate.aggregate_suite(write_suite(tmp_path / "x", frame), suite="classic")
+        aggregate.aggregate_suite(write_suite(tmp_path / "classic", frame))
     nan = frame.copy()
     nan.loc[nan["timesteps"] == 50, "mean_return"] = np.nan
     with pytest.raises(ValueError, match=r"NaN or infinite.*step 50"):

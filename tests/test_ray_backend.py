@@ -11,7 +11,7 @@ from types import ModuleType
 import pandas as pd
 import pytest
 
-from benchmarks import backends, harness
+from benchmarks import backends, checkpoint, harness
 from benchmarks.run import main, run_grid
 
 #: Two algorithms (an SB3 baseline and one of this package's), two seeds and an env that does not exist (two failures)
@@ -93,6 +93,30 @@ def test_remote_task_returns_the_files_and_writes_nothing(tmp_path: Path) -> Non
     assert not failed["ok"] and "every machine needs the checkout at the same path" in failed["traceback"]
     failed = backends.run_remote(harness.RunTask("a2c", "NoSuchEnv-v0", 0, 100, 50, 1, out_dir=str(out)), os.getcwd())
     assert not failed["ok"] and failed["traceback"].rstrip().endswith("KeyError: 'NoSuchEnv-v0'") and not out.exists()
+
+
+def test_a_run_whose_store_fails_keeps_its_checkpoints_and_resumes(ray_module: ModuleType, tmp_path: Path) -> None:
+    """The Ray worker leaves its checkpoints; the driver deletes them once it has stored the run, not before."""
+    folder = tmp_path / "checkpoints"
+    task = harness.RunTask(
+        "a2c", "CartPole-v1", 0, 256, 128, 1, out_dir=str(tmp_path / "out"), checkpoint_dir=str(folder), checkpoint_every=1e-6
+    )
+    stored: list[dict] = []
+
+    def failing_store(task: harness.RunTask, csv: str, metadata: dict) -> None:
+        raise OSError("No space left on device")
+
+    def store(task: harness.RunTask, csv: str, metadata: dict) -> None:
+        stored.append(metadata)
+
+    with backends.ray_session(1):
+        (failed,) = backends.execute([task], 1, failing_store, backend="ray")
+        assert not failed["ok"] and failed["error"] == "OSError: No space left on device"
+        state = checkpoint.read_state(folder)
+        assert state is not None and 0 < state["timesteps"] < 256  # the resume point is kept
+        (done,) = backends.execute([task], 1, store, backend="ray")
+    assert done["ok"] and stored[0]["resumed_from"] == state["timesteps"] and stored[0]["final_timesteps"] >= 256
+    assert not folder.exists()  # deleted once stored
 
 
 def test_backend_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,8 +4,8 @@ PCL's constructor defaults on CartPole-v1, built as the README builds them: ``PC
 eval envs (30 episodes). A candidate is a set of constructor arguments given explicitly (the defaults it would become);
 ``current`` spells out the defaults the study started from.
 
-    python -m benchmarks.defaults_study run --candidate lin3e-3 --threads 1 --seeds 0 1 2 3 4 5 6 7 8 9
-    python -m benchmarks.defaults_study report
+    python -m benchmarks.experiments.defaults_study run --candidate lin3e-3 --threads 1 --seeds 0 1 2 3 4 5 6 7 8 9
+    python -m benchmarks.experiments.defaults_study report
 
 ``run`` appends one row per seed to ``benchmarks/results/defaults_study/runs.csv`` (each run's CPU time, the machine,
 the date) and stops a candidate's thread setting once ``--max-failures`` seeds fall below the bar (it can no longer
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results" / "defaults_study"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "defaults_study"
 RUNS = RESULTS / "runs.csv"
 BAR = 475.0
 STEPS = 100_000
@@ -60,7 +60,7 @@ def cpu_model() -> str:
 
 def git_revision() -> str:
     """:return: the checkout's short revision, ``+dirty`` when it has changes"""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     run = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"], capture_output=True, text=True)
     return run.stdout.strip() or "unknown"
 
@@ -156,8 +156,8 @@ def report(_: argparse.Namespace) -> str:
         f'`PCL("MlpPolicy", "CartPole-v1", seed=s, **candidate).learn({STEPS:_})`, then `evaluate_policy` with deterministic',
         f"actions, {EVAL_EPISODES} episodes on each of three eval envs seeded {' / '.join(f'{e} + s' for e in EVAL_SEEDS)}. "
         f"Passed: the mean of the 30 episodes >= {BAR:g}. The rule: [NOTES.md](NOTES.md).",
-        "Written by `python -m benchmarks.defaults_study report` from `runs.csv`; the runs: "
-        "`python -m benchmarks.defaults_study run --candidate NAME --threads T --seeds 0 1 2 3 4 5 6 7 8 9`.",
+        "Written by `python -m benchmarks.experiments.defaults_study report` from `runs.csv`; the runs: "
+        "`python -m benchmarks.experiments.defaults_study run --candidate NAME --threads T --seeds 0 1 2 3 4 5 6 7 8 9`.",
         "",
         "| Candidate | Threads | Seeds run | Passed | Mean of 30 episodes, per seed (seed: value) | CPU s per run (median) |",
         "|---|---|---|---|---|---|",
@@ -189,7 +189,9 @@ def report(_: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.defaults_study", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.experiments.defaults_study", description=__doc__.strip().splitlines()[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="train and evaluate seeds of one candidate")
     run_parser.add_argument("--candidate", required=True)
