@@ -14,7 +14,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, RolloutReturn, Schedule
-from stable_baselines3.common.utils import FloatSchedule, polyak_update
+from stable_baselines3.common.utils import FloatSchedule, LinearSchedule, polyak_update
 
 from sb3_pcl.common.actions import no_distribution_checks, to_env_actions
 from sb3_pcl.common.demonstrations import DemonstrationSource, seed_replay
@@ -68,6 +68,9 @@ from sb3_pcl.pcl.trust_region import TrustRegion, squared_consistency_objective,
 
 SelfPCL = TypeVar("SelfPCL", bound="PCL")
 
+#: the default learning rate: linear from 3e-3 at the start of each ``learn`` call to 0 at its end (the rule that chose
+#: it and its 10 seeds x 30 episodes per thread setting: benchmarks/results/defaults_study/)
+DEFAULT_LEARNING_RATE = LinearSchedule(3e-3, 0.0, 1.0)
 #: what to check when the env returns a value the algorithm cannot use
 ENV_OUTPUT_HINT = "Check the environment (SB3's VecCheckNan wrapper raises at the step that produces the value)."
 
@@ -99,7 +102,8 @@ class PCL(OffPolicyAlgorithm):
         MultiDiscrete actions, one network whose action logits also give the value) or an ActorCriticPolicy subclass)
     :param env: the environment to learn from (if registered in Gym, can be str)
     :param learning_rate: learning rate of the policy's optimiser, constant or a schedule of the remaining progress of
-        the ``learn`` call (SB3's meaning: a schedule restarts with every call, so train in one call or use a constant)
+        the ``learn`` call (SB3's meaning: a schedule restarts with every call, so train in one call or use a constant).
+        The default decays linearly from 3e-3 to 0 over each ``learn`` call
     :param buffer_size: replay capacity in transitions (a small replay of recent paths learns
         faster and more stably than one holding the whole run)
     :param learning_starts: env steps before learning starts, acted by uniformly random actions (or by the policy, with
@@ -188,7 +192,7 @@ class PCL(OffPolicyAlgorithm):
         self,
         policy: str | type[ActorCriticPolicy],
         env: GymEnv | str,
-        learning_rate: float | Schedule = 3e-3,
+        learning_rate: float | Schedule = DEFAULT_LEARNING_RATE,
         buffer_size: int = 20_000,
         learning_starts: int = 1_000,
         batch_size: int = 32,
