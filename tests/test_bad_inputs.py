@@ -18,94 +18,11 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-from pcl_testing import TINY, TINY_EPISODES
+from pcl_testing import ALGOS, IDS, RECURRENT, build
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 
-from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentReinforce, RecurrentTrustPCL, RecurrentUREX, Reinforce, TrustPCL
-
-OFF_POLICY = {**TINY, "buffer_size": 500}
-EPISODES = TINY_EPISODES
-#: every class with the settings that make a few hundred steps train, and the env count its batches need
-ALGOS: dict[type, tuple[str, dict[str, Any], int]] = {
-    PCL: ("MlpPolicy", OFF_POLICY, 1),
-    TrustPCL: ("MlpPolicy", OFF_POLICY, 1),
-    RecurrentPCL: ("MlpPrevActionLstmPolicy", {**OFF_POLICY, "policy_kwargs": {"lstm_hidden_size": 8}}, 1),
-    RecurrentTrustPCL: ("MlpPrevActionLstmPolicy", {**OFF_POLICY, "policy_kwargs": {"lstm_hidden_size": 8}}, 1),
-    Reinforce: ("MlpPolicy", EPISODES, 2),
-    UREX: ("MlpPolicy", EPISODES, 2),
-    RecurrentReinforce: ("MlpPrevActionLstmPolicy", {**EPISODES, "policy_kwargs": {"lstm_hidden_size": 8}}, 2),
-    RecurrentUREX: ("MlpPrevActionLstmPolicy", {**EPISODES, "policy_kwargs": {"lstm_hidden_size": 8}}, 2),
-}
-IDS = [algo.__name__ for algo in ALGOS]
-
-
-def build(algo: type, env: Any = "CartPole-v1", **kwargs: Any) -> Any:
-    policy, settings, n_envs = ALGOS[algo]
-    if isinstance(env, str) or callable(env):
-        env = make_vec_env(env, n_envs=n_envs, seed=0)
-    return algo(policy, env, seed=0, **{**settings, **kwargs})
-
-
-# ----------------------------------------------------------------------------------------------
-# hyperparameters
-# ----------------------------------------------------------------------------------------------
-
-COMMON_BAD = [
-    ("learning_rate", float("nan")),
-    ("ent_coef", -1.0),
-    ("ent_coef", float("nan")),
-    ("ent_coef", "oops"),
-    ("max_grad_norm", float("nan")),
-    ("max_grad_norm", -1.0),
-]
-OFF_POLICY_BAD = [
-    ("gamma", 1.5),
-    ("gamma", float("nan")),
-    ("gamma", "0.99"),
-    ("n_steps", 0),
-    ("n_steps", 2.5),
-    ("vf_coef", float("inf")),
-    ("clip_adv", float("nan")),
-    ("target_network_lag", float("nan")),
-    ("batch_size", 0),
-    ("value_fit", "newton"),
-    ("value_fit_kwargs", {"mix": 0.5}),
-    ("policy_step", "adam"),
-    ("sample_from", "both"),
-]
-EPISODES_BAD = [
-    ("num_samples", 1),
-    ("num_samples", float("nan")),
-    ("max_steps", 0),
-    ("adam_eps", float("nan")),
-    ("gamma", 1.5),
-    ("gamma", float("nan")),
-]
-
-
-def bad_cases() -> list[Any]:
-    cases = []
-    for algo in ALGOS:
-        own = EPISODES_BAD if issubclass(algo, Reinforce) else OFF_POLICY_BAD
-        for name, value in COMMON_BAD + own:
-            cases.append(pytest.param(algo, name, value, id=f"{algo.__name__}-{name}={value!r}"))
-    return cases
-
-
-@pytest.mark.parametrize("algo, name, value", bad_cases())
-def test_invalid_hyperparameters_are_refused_naming_them(algo: type, name: str, value: Any) -> None:
-    with pytest.raises((ValueError, TypeError), match=name):
-        build(algo, **{name: value})
-
-
-@pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
-@pytest.mark.parametrize("name, bad", [("ent_coef", -1.0), ("learning_rate", float("nan"))])
-def test_a_schedule_that_leaves_its_range_fails_when_it_is_used(algo: type, name: str, bad: float) -> None:
-    model = build(algo, **{name: lambda progress: 1e-3 if progress > 0.5 else bad})
-    with pytest.raises(ValueError, match=name):
-        model.learn(400)
-
+from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
 
 # ----------------------------------------------------------------------------------------------
 # environment outputs
@@ -191,9 +108,6 @@ class SpaceEnv(gym.Env):
 
 DICT = spaces.Dict({"a": spaces.Box(-1, 1, (2,)), "b": spaces.Discrete(3)})
 TUPLE = spaces.Tuple((spaces.Box(-1, 1, (2,)), spaces.Discrete(3)))
-
-
-RECURRENT = (RecurrentPCL, RecurrentTrustPCL, RecurrentReinforce, RecurrentUREX)
 
 
 @pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)

@@ -213,47 +213,6 @@ def test_box_actions_stored_unclipped_and_env_gets_clipped_actions():
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. invalid hyperparameters
-# ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        ({"n_steps": 0}, "n_steps"),
-        ({"gamma": 1.5}, "gamma"),
-        ({"gamma": -0.1}, "gamma"),
-        ({"ent_coef": -1.0}, "ent_coef"),
-        ({"ent_coef": float("nan")}, "ent_coef"),
-        ({"gamma": float("nan")}, "gamma"),
-        ({"gamma": "0.99"}, "gamma"),
-        ({"clip_adv": float("nan")}, "clip_adv"),
-        ({"max_grad_norm": float("nan")}, "max_grad_norm"),
-        ({"batch_size": 64, "buffer_size": 10}, "batch_size"),
-        ({"vf_coef": -1.0}, "vf_coef"),
-        ({"vf_coef": float("nan")}, "vf_coef"),
-        ({"clip_adv": 0.0}, "clip_adv"),
-        ({"max_grad_norm": 0.0}, "max_grad_norm"),
-        ({"target_network_lag": 1.5}, "target_network_lag"),
-        ({"sample_from": "foo"}, "sample_from"),
-        ({"value_fit": "bfgs"}, "value_fit"),
-        ({"value_fit": "grad", "value_fit_kwargs": {"gradient_steps": 0}}, r"value_fit_kwargs\['gradient_steps'\]"),
-        ({"value_fit": "grad", "value_fit_kwargs": {"mix": 0.0}}, r"value_fit_kwargs\['mix'\]"),
-        ({"value_fit": "grad", "value_fit_kwargs": {"steps": 3}}, "value_fit_kwargs"),
-        ({"value_fit_kwargs": {"mix": 0.5}}, "value_fit_kwargs"),  # the joint fit has no settings
-        ({"policy_step": "adam"}, "policy_step"),
-        ({"replay_buffer_kwargs": {"alpha": -1.0}}, "alpha"),
-        ({"replay_buffer_kwargs": {"priority": "foo"}}, "priority"),
-        ({"replay_buffer_kwargs": {"eviction": "foo"}}, "eviction"),
-        ({"max_segment_length": 0}, "max_segment_length"),
-    ],
-)
-def test_invalid_hyperparameters(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        PCL("MlpPolicy", "CartPole-v1", **kwargs)
-
-
-# ----------------------------------------------------------------------------------------------
 # 5. NaN rewards / observations
 # ----------------------------------------------------------------------------------------------
 

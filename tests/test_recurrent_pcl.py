@@ -11,7 +11,6 @@ import base64
 import dataclasses
 import json
 import pickle
-import re
 import subprocess
 import sys
 import zipfile
@@ -622,29 +621,6 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 # (e) unsupported combinations fail clearly; the other policies are unaffected
 # ----------------------------------------------------------------------------------------------
-
-
-class PlainSubclass(PathReplayBuffer):
-    """A replay buffer subclass whose batches carry no path history."""
-
-
-@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"value_fit": "grad"}, "value_fit='grad' is not supported by {}"),
-        ({"value_fit": "best_fit"}, "value_fit='best_fit' is not supported by {}"),
-        (
-            {"policy_step": "trust_region", "policy_step_kwargs": {"loss": "surrogate"}, "value_fit": "grad"},
-            "policy_step='trust_region' is not supported by {}",
-        ),
-        ({"replay_buffer_kwargs": {"replay_from_start": True}}, "replay_buffer_kwargs ['replay_from_start']: no longer"),
-        ({"replay_buffer_class": PlainSubclass}, "replay_buffer_class must be a RecurrentPathReplayBuffer subclass"),
-    ],
-)
-def test_unsupported_combinations_are_rejected(algo: type[RecurrentPCL], kwargs: dict[str, Any], match: str) -> None:
-    with pytest.raises(ValueError, match=re.escape(match.format(algo.__name__))):
-        algo("MlpPrevActionLstmPolicy", "CartPole-v1", **kwargs)
 
 
 @pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])

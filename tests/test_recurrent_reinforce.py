@@ -4,7 +4,6 @@ the policy names (the former ``"MlpLstmPolicy"`` deprecated), and the models tha
 recurrent policy before these classes existed.
 """
 
-import inspect
 import json
 import subprocess
 import sys
@@ -59,16 +58,6 @@ def test_learn_save_load_predict_the_same_with_states(algo, tmp_path):
     mean_reward, _ = evaluate_policy(loaded, env, n_eval_episodes=4)  # SB3's loop passes the state back opaquely
     assert np.isfinite(mean_reward)
     loaded.learn(20, reset_num_timesteps=False)
-
-
-@pytest.mark.parametrize(("recurrent", "feed_forward"), PAIRS)
-def test_signature_repeats_the_feed_forward_class(recurrent, feed_forward):
-    parameters = inspect.signature(recurrent.__init__).parameters
-    expected = inspect.signature(feed_forward.__init__).parameters
-    assert not any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-    assert [(p.name, p.default) for p in parameters.values()] == [(p.name, p.default) for p in expected.values()]
-    with pytest.raises(TypeError, match=rf"{recurrent.__name__}\.__init__\(\) got an unexpected keyword argument 'typo'"):
-        recurrent("MlpPrevActionLstmPolicy", copy_env(), typo=1)
 
 
 @pytest.mark.parametrize(("recurrent", "feed_forward"), PAIRS)

@@ -1,6 +1,5 @@
 """Behaviour tests of ``Reinforce`` and ``UREX`` as SB3 algorithms, and of the LSTM policy with previous-action input."""
 
-import inspect
 import os
 import re
 from typing import Any
@@ -501,20 +500,6 @@ def test_base_algorithm_without_rollout_buffer(algo):
     assert set(algo.policy_aliases) == {"MlpPolicy", "CnnPolicy", "MultiInputPolicy"}
 
 
-def test_urex_repeats_reinforce_s_signature_with_its_own_ent_coef():
-    parameters = inspect.signature(UREX.__init__).parameters
-    reinforce = inspect.signature(Reinforce.__init__).parameters
-    assert list(parameters) == list(reinforce) and not any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-    assert {name for name in reinforce if parameters[name].default != reinforce[name].default} == {"ent_coef"}
-    assert parameters["ent_coef"].default == 0.1 and reinforce["ent_coef"].default == 0.01
-    # everything else is Reinforce's, forwarded
-    model = UREX("MlpPolicy", cartpole(), num_samples=4, max_steps=7, max_grad_norm=None, adam_eps=1e-5, check_seeding=False)
-    assert (model.num_samples, model.max_steps, model.max_grad_norm, model.adam_eps) == (4, 7, None, 1e-5)
-    assert model.ent_coef == 0.1 and not model.check_seeding and model.policy.optimizer.defaults["eps"] == 1e-5
-    with pytest.raises(TypeError, match=r"UREX\.__init__\(\) got an unexpected keyword argument 'not_an_argument'"):
-        UREX("MlpPolicy", cartpole(), not_an_argument=1)
-
-
 class KeyRecorder(KVWriter):
     """Keeps the keys (and values) of every dump."""
 
@@ -655,80 +640,6 @@ def test_n_envs_not_a_multiple_of_num_samples_learns(algo):
 
 
 NAN, INF = float("nan"), float("inf")
-#: every numeric argument with its message, for a NaN, an infinite and a string value
-NUMERIC_ARGUMENTS = {
-    "learning_rate": "learning_rate must be a finite float >= 0 or a schedule",
-    "num_samples": r"num_samples must be an integer >= 2 \(the K-sample baseline needs K episodes per start state\)",
-    "max_steps": "max_steps must be an integer >= 1",
-    "max_grad_norm": "max_grad_norm must be None or a finite float > 0",
-    "adam_eps": "adam_eps must be a finite float > 0",
-    "stats_window_size": "stats_window_size must be an integer >= 1",
-    "verbose": "verbose must be an integer >= 0",
-    "seed": r"seed must be None or an integer in \[0, 2\*\*32\)",
-}
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"num_samples": 1}, "num_samples must be an integer >= 2"),
-        ({"num_samples": 2.0}, "num_samples must be an integer >= 2"),
-        ({"max_steps": 0}, "max_steps must be an integer >= 1, got 0"),
-        ({"max_steps": True}, "max_steps must be an integer >= 1, got True"),
-        ({"max_grad_norm": 0.0}, "max_grad_norm must be None or a finite float > 0, got 0.0"),
-        ({"ent_coef": "fast"}, "ent_coef: cannot read the schedule 'fast'"),
-        ({"ent_coef": "0.1"}, "ent_coef: cannot read the schedule '0.1'"),
-        ({"ent_coef": None}, r"ent_coef must be a finite float >=? 0 or a schedule, got None"),
-        ({"learning_rate": -0.1}, "learning_rate must be a finite float >= 0 or a schedule, got -0.1"),
-        ({"learning_rate": "lin_0.01"}, "learning_rate must be a finite float >= 0 or a schedule, got 'lin_0.01'"),
-        ({"adam_eps": 0.0}, "adam_eps must be a finite float > 0, got 0.0"),
-        ({"check_seeding": "yes"}, "check_seeding must be True or False, got 'yes'"),
-        ({"seed": -1}, r"seed must be None or an integer in \[0, 2\*\*32\), got -1"),
-        ({"stats_window_size": 0}, "stats_window_size must be an integer >= 1, got 0"),
-        *[
-            ({name: value}, f"{message}, got {value!r}")
-            for name, message in NUMERIC_ARGUMENTS.items()
-            for value in (NAN, INF, "1")
-        ],
-    ],
-)
-@pytest.mark.parametrize("algo", ALGOS)
-def test_invalid_hyperparameters_are_named_as_passed(algo, kwargs, message):
-    with pytest.raises(ValueError, match=f"^{message}"):
-        algo("MlpPolicy", cartpole(), **kwargs)
-
-
-@pytest.mark.parametrize("value", [-0.1, NAN, INF, -INF])
-def test_ent_coef_must_be_finite_and_non_negative(value):
-    with pytest.raises(ValueError, match=rf"^ent_coef must be a finite float >= 0 or a schedule, got {value!r}$"):
-        Reinforce("MlpPolicy", cartpole(), ent_coef=value)
-    with pytest.raises(ValueError, match=rf"^ent_coef must be a finite float > 0 or a schedule, got {value!r}$"):
-        UREX("MlpPolicy", cartpole(), ent_coef=value)
-
-
-def test_urex_needs_positive_ent_coef():
-    with pytest.raises(ValueError, match=r"^ent_coef must be a finite float > 0 or a schedule, got 0.0$"):
-        UREX("MlpPolicy", cartpole(), ent_coef=0.0)
-    assert Reinforce("MlpPolicy", cartpole(), ent_coef=0.0).ent_coef == 0.0
-    # A schedule reaching 0 passes the constructor; training refuses the value when it uses it.
-    model = UREX("MlpPolicy", cartpole(), num_samples=2, max_steps=5, ent_coef=lambda progress: 0.1 * (progress > 0.5), seed=0)
-    message = r"^ent_coef must be a finite float > 0 \(the value of its schedule at progress_remaining=0\.[0-9]+\), got 0\.0$"
-    with pytest.raises(ValueError, match=message):
-        model.learn(400, log_interval=None)
-    assert model._n_updates > 0 and model.num_timesteps >= 200
-
-
-@pytest.mark.parametrize("algo", ALGOS)
-@pytest.mark.parametrize(("name", "bad"), [("ent_coef", -1.0), ("ent_coef", NAN), ("ent_coef", "x"), ("learning_rate", NAN)])
-def test_schedule_values_are_checked_when_used(algo, name, bad):
-    """A schedule that leaves the allowed range half-way raises, naming the argument, before the bad value is used."""
-    good = 0.1 if name == "ent_coef" else 1e-3
-    model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, seed=0, **{name: lambda p: good if p > 0.5 else bad})
-    bound = "> 0" if name == "ent_coef" and algo is UREX else ">= 0"
-    message = rf"^{name} must be a finite float {bound} \(the value of its schedule at progress_remaining=0\.[0-9]+\), got "
-    with pytest.raises(ValueError, match=message + re.escape(repr(bad))):
-        model.learn(400, log_interval=None)
-    assert model._n_updates > 0 and all(th.isfinite(p).all() for p in model.policy.parameters())
 
 
 class NanRewardAfter(VecEnvWrapper):
@@ -807,13 +718,6 @@ def test_tampered_hyperparameters_are_refused_at_load(algo, name, value, message
         algo.load(tmp_path / "tampered", env=cartpole())
     with pytest.raises(ValueError, match=f"^{message}"):
         algo.load(tmp_path / "model", env=cartpole(), **{name: value})  # a value passed to load is checked too
-
-
-@pytest.mark.parametrize("algo", ALGOS)
-def test_the_old_tau_and_shared_curriculum_arguments_are_gone(algo):
-    for old in ({"tau": 0.1}, {"shared_curriculum": True}):
-        with pytest.raises(TypeError, match=next(iter(old))):
-            algo("MlpPolicy", cartpole(), **old)
 
 
 def test_unseedable_env_falls_back_to_unsynchronized_groups_with_a_warning():
