@@ -8,7 +8,6 @@ import pytest
 import torch as th
 from gymnasium import spaces
 from pcl_testing import FAST, BigObsEnv
-from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import (
     BaseCallback,
     CheckpointCallback,
@@ -16,9 +15,7 @@ from stable_baselines3.common.callbacks import (
     StopTrainingOnRewardThreshold,
 )
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.logger import configure
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.save_util import save_to_pkl
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
 from sb3_pcl import PCL
@@ -532,42 +529,6 @@ def test_sample_from_target_uses_target_policy(monkeypatch):
     online = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
     online.learn(150)
     assert acting and all(policy is online.policy for policy in acting)
-
-
-# ----------------------------------------------------------------------------------------------
-# 14. replay buffer persistence
-# ----------------------------------------------------------------------------------------------
-
-
-def test_replay_buffer_save_load(tmp_path):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    model.learn(160)
-    model.save_replay_buffer(tmp_path / "buffer.pkl")
-
-    other = PCL("MlpPolicy", "CartPole-v1", seed=1, **FAST)
-    other.load_replay_buffer(tmp_path / "buffer.pkl")
-    assert isinstance(other.replay_buffer, PathReplayBuffer)
-    assert other.replay_buffer.size() == model.replay_buffer.size() == 160
-    assert other.replay_buffer.paths.keys() == model.replay_buffer.paths.keys()
-    for pid, path in model.replay_buffer.paths.items():
-        loaded = other.replay_buffer.paths[pid]
-        assert loaded.slots == path.slots and loaded.done == path.done and loaded.terminated == path.terminated
-        np.testing.assert_array_equal(
-            other.replay_buffer.observations[loaded.slots], model.replay_buffer.observations[path.slots]
-        )
-        np.testing.assert_array_equal(other.replay_buffer.actions[loaded.slots], model.replay_buffer.actions[path.slots])
-    other.set_logger(configure(folder=None, format_strings=[]))
-    other.train(gradient_steps=1, batch_size=4)  # sampling works after loading
-    assert other._n_updates == 1
-
-
-def test_load_replay_buffer_rejects_other_buffers(tmp_path):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    env = model.get_env()
-    save_to_pkl(tmp_path / "sb3.pkl", ReplayBuffer(10, env.observation_space, env.action_space))
-    with pytest.raises(ValueError, match="PathReplayBuffer"):
-        model.load_replay_buffer(tmp_path / "sb3.pkl")
-    assert isinstance(model.replay_buffer, PathReplayBuffer)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -63,54 +62,6 @@ class Recorder(BaseCallback):
 # ----------------------------------------------------------------------------------------------
 # learn / save / load / predict
 # ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("algo", ALGOS)
-def test_cartpole_mlp_learn_save_load_predict(algo, tmp_path):
-    env = cartpole()
-    model = algo("MlpPolicy", env, num_samples=2, max_steps=30, seed=0)
-    model.learn(200)
-    assert model.num_timesteps >= 200
-    assert model.logger.name_to_value["train/n_updates"] >= 1
-    obs = env.reset()
-    actions, state = model.predict(obs, deterministic=True)
-    assert actions.shape == (4,) and state is None
-
-    model.save(tmp_path / "model")
-    loaded = algo.load(tmp_path / "model", env=env)
-    assert loaded.num_samples == 2 and loaded.max_steps == 30 and loaded.ent_coef == model.ent_coef
-    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], actions)
-    for p, q in zip(model.policy.parameters(), loaded.policy.parameters(), strict=True):
-        th.testing.assert_close(p, q)
-    loaded.learn(100, reset_num_timesteps=False)
-
-
-@pytest.mark.parametrize("algo", RECURRENT_ALGOS)
-def test_copy_lstm_learn_save_load_predict_with_state(algo, tmp_path):
-    env = copy_vec()
-    model = algo("MlpPrevActionLstmPolicy", env, num_samples=2, seed=1, policy_kwargs={"lstm_hidden_size": 16})
-    callback = Recorder()
-    model.learn(60, callback=callback)
-    assert callback.n_rollouts >= 2
-    assert isinstance(model.policy, MlpPrevActionLstmPolicy)
-
-    obs = env.reset()
-    starts = np.ones(4, dtype=bool)
-    actions, state = model.predict(obs, state=None, episode_start=starts, deterministic=True)
-    assert actions.shape == (4, 3)
-    assert state is not None and [part.shape for part in state] == [(1, 4, 16), (1, 4, 16), (1, 4, 9)]
-    # The state carries the previous action, one-hot per component.
-    np.testing.assert_array_equal(state[2][0], encode_actions(th.as_tensor(actions), env.action_space).numpy())
-
-    model.save(tmp_path / "model")
-    loaded = algo.load(tmp_path / "model", env=env)
-    actions2, state2 = loaded.predict(obs, state=None, episode_start=starts, deterministic=True)
-    np.testing.assert_array_equal(actions2, actions)
-    for part, part2 in zip(state, state2, strict=True):
-        np.testing.assert_allclose(part, part2)
-    # Works with SB3's evaluation loop (the state is passed back opaquely).
-    mean_reward, _ = evaluate_policy(loaded, env, n_eval_episodes=4)
-    assert np.isfinite(mean_reward)
 
 
 def test_lstm_predict_state_and_episode_start():
@@ -570,19 +521,6 @@ def test_callbacks_see_the_training_loop():
     assert events[1:-1] == ["rollout_start", ("rollout_end", 5)] * 2
 
 
-def test_saved_model_keeps_the_adam_state(tmp_path):
-    model = Reinforce("MlpPolicy", cartpole(), num_samples=2, max_steps=10, seed=0)
-    model.learn(40)
-    model.save(tmp_path / "model")
-    loaded = Reinforce.load(tmp_path / "model", env=cartpole())
-    saved_state, loaded_state = model.policy.optimizer.state_dict()["state"], loaded.policy.optimizer.state_dict()["state"]
-    assert saved_state and saved_state.keys() == loaded_state.keys()
-    for index, state in saved_state.items():
-        for key in ("exp_avg", "exp_avg_sq", "step"):
-            th.testing.assert_close(loaded_state[index][key], state[key])
-    assert loaded._batch is None and loaded.num_timesteps == model.num_timesteps
-
-
 def test_models_saved_by_0_1_0_load_with_their_tau(tmp_path):
     """A 0.1.0 save holds ``tau`` (the coefficient), a dummy ``ent_coef`` of 0 and OnPolicyAlgorithm's attributes."""
     model = UREX("MlpPolicy", cartpole(), ent_coef=0.3, num_samples=2, max_steps=10, seed=0)
@@ -685,39 +623,6 @@ def test_learn_with_vec_normalize(algo, n_envs):
         for batch in callback.batches:
             first = batch.observations[0].reshape(2, 2, -1)
             np.testing.assert_array_equal(first[:, 0], first[:, 1])
-
-
-@pytest.mark.parametrize(("saver", "loader"), [(Reinforce, UREX), (UREX, Reinforce)])
-def test_loading_the_other_class_file_is_refused(saver, loader, tmp_path):
-    saver("MlpPolicy", cartpole(), num_samples=2, seed=0).save(tmp_path / "model")
-    with pytest.raises(ValueError, match=rf"^The file holds a {saver.__name__} model, not a {loader.__name__} one"):
-        loader.load(tmp_path / "model", env=cartpole())
-    assert type(saver.load(tmp_path / "model", env=cartpole())) is saver
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "message"),
-    [
-        ("num_samples", 1, "num_samples must be an integer >= 2"),
-        ("num_samples", "2", "num_samples must be an integer >= 2"),
-        ("ent_coef", -1.0, "ent_coef must be a finite float >=? 0 or a schedule, got -1.0"),
-        ("ent_coef", float("nan"), "ent_coef must be a finite float >=? 0 or a schedule, got nan"),
-        ("learning_rate", "oops", "learning_rate must be a finite float >= 0 or a schedule, got 'oops'"),
-        ("max_steps", 0, "max_steps must be an integer >= 1, got 0"),
-        ("max_grad_norm", -1.0, "max_grad_norm must be None or a finite float > 0, got -1.0"),
-    ],
-)
-@pytest.mark.parametrize("algo", ALGOS)
-def test_tampered_hyperparameters_are_refused_at_load(algo, name, value, message, tmp_path):
-    algo("MlpPolicy", cartpole(), num_samples=2, seed=0).save(tmp_path / "model")
-    data, params, variables = load_from_zip_file(tmp_path / "model")
-    assert data is not None
-    data[name] = value
-    save_to_zip_file(tmp_path / "tampered", data=data, params=params, pytorch_variables=variables)
-    with pytest.raises(ValueError, match=f"^{message}"):
-        algo.load(tmp_path / "tampered", env=cartpole())
-    with pytest.raises(ValueError, match=f"^{message}"):
-        algo.load(tmp_path / "model", env=cartpole(), **{name: value})  # a value passed to load is checked too
 
 
 def test_unseedable_env_falls_back_to_unsynchronized_groups_with_a_warning():
