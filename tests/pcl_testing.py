@@ -95,6 +95,31 @@ class BigObsBoxEnv(BigObsEnv):
     episode_length = 5
 
 
+class SpaceEnv(gym.Env):
+    """Episodes of 4 steps in the given spaces: observations sampled from the space (seeded by ``reset``), reward 1,
+    and each action checked to lie in the action space."""
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space | None = None):
+        """
+        :param observation_space: the observation space
+        :param action_space: the action space (``Discrete(2)`` if ``None``)
+        """
+        self.observation_space = observation_space
+        self.action_space = action_space or spaces.Discrete(2)
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.observation_space.seed(int(self.np_random.integers(2**31)))
+        self._t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        assert self.action_space.contains(np.asarray(action, dtype=self.action_space.dtype)), action
+        self._t += 1
+        return self.observation_space.sample(), 1.0, self._t >= 4, False, {}
+
+
 def accepted_arguments(algo_class: type) -> set[str]:
     """:return: the constructor arguments of an algorithm, those it forwards to its base classes with ``**kwargs`` included"""
     return {

@@ -178,16 +178,6 @@ def test_action_spaces_train(make_env):
     assert model.action_space.contains(np.asarray(action, dtype=model.action_space.dtype))
 
 
-@pytest.mark.parametrize(
-    "action_space",
-    [spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), spaces.Dict({"a": spaces.Discrete(2)})],
-    ids=["Tuple", "Dict"],
-)
-def test_unsupported_action_spaces_are_rejected(action_space):
-    with pytest.raises(AssertionError):
-        PCL("MlpPolicy", _TinyEnv(action_space), **FAST)
-
-
 # ----------------------------------------------------------------------------------------------
 # 3. Box actions: the replay keeps the sampled action, the env gets the clipped one
 # ----------------------------------------------------------------------------------------------

@@ -791,15 +791,6 @@ def test_rewards_of_another_shape_are_refused_naming_the_shape(algo):
         model.learn(10)
 
 
-def test_unsupported_action_space_uses_sb3_check():
-    class BinaryEnv(gym.Env):
-        observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
-        action_space = spaces.MultiBinary(2)
-
-    with pytest.raises(AssertionError, match="action space"):
-        Reinforce("MlpPolicy", DummyVecEnv([BinaryEnv] * 2))
-
-
 # ----------------------------------------------------------------------------------------------
 # Learning
 # ----------------------------------------------------------------------------------------------
