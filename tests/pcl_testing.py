@@ -65,7 +65,7 @@ def build(algo: type[BaseAlgorithm], env: Any = "CartPole-v1", **kwargs: Any) ->
     policy, settings, n_envs = ALGOS[algo]
     if isinstance(env, str) or callable(env):
         env = make_vec_env(env, n_envs=n_envs, seed=0)
-    return algo(policy, env, seed=0, **{**settings, **kwargs})
+    return algo(policy, env, **{"seed": 0, **settings, **kwargs})
 
 
 class BigObsEnv(gym.Env):

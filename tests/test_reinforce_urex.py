@@ -1,6 +1,9 @@
-"""Behaviour tests of ``Reinforce`` and ``UREX`` as SB3 algorithms, and of the LSTM policy with previous-action input."""
+"""Behaviour tests of ``Reinforce`` and ``UREX`` as SB3 algorithms, and of the LSTM policy with previous-action input.
 
-import os
+The contracts every class shares are in ``test_run.py``, ``test_save_load.py``, ``test_spaces.py`` and
+``test_hyperparameters.py``.
+"""
+
 import re
 from typing import Any
 
@@ -403,35 +406,6 @@ def test_episode_statistics_in_env_order_not_end_order():
     returns = (batch.rewards * batch.mask).sum(axis=0)
     np.testing.assert_allclose([info["r"] for info in model.ep_info_buffer], returns[batch.ended], atol=1e-5)
     assert [info["l"] for info in model.ep_info_buffer] == lengths[batch.ended].astype(int).tolist()
-
-
-@pytest.mark.parametrize(("algo", "name"), [(Reinforce, "Reinforce"), (UREX, "UREX")])
-def test_tensorboard_run_name(algo, name, tmp_path):
-    model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, tensorboard_log=str(tmp_path), seed=0)
-    model.learn(20)
-    assert os.listdir(tmp_path) == [f"{name}_1"]
-
-
-def test_subproc_vec_env():
-    env = make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls=SubprocVecEnv, vec_env_kwargs={"start_method": "fork"})
-    try:
-        callback = Recorder()
-        Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, seed=0).learn(100, callback=callback)
-        for batch in callback.batches:
-            first = batch.observations[0].reshape(2, 2, -1)
-            np.testing.assert_array_equal(first[:, 0], first[:, 1])
-            assert not np.array_equal(first[0, 0], first[1, 0])
-    finally:
-        env.close()
-
-
-def test_same_seed_same_training():
-    params = []
-    for _ in range(2):
-        model = UREX("MlpPolicy", cartpole(seed=1), num_samples=2, max_steps=20, seed=7)
-        model.learn(100)
-        params.append(th.cat([p.detach().flatten() for p in model.policy.parameters()]))
-    th.testing.assert_close(params[0], params[1])
 
 
 # ----------------------------------------------------------------------------------------------
