@@ -1,7 +1,10 @@
 """
-RecurrentReinforce and RecurrentUREX by contract: learn, save / load, predict with a recurrent state, the signatures,
-the policy names (the former ``"MlpLstmPolicy"`` deprecated), and the models that Reinforce / UREX saved with a
-recurrent policy before these classes existed.
+RecurrentReinforce and RecurrentUREX: the same batch and bonus as the feed-forward classes, the recurrent state
+carried by collection and evaluated by training, and the models that Reinforce / UREX saved with a recurrent policy
+before these classes existed.
+
+Their learn / save / load / predict round trip, signatures and policy names are tested with every class's, in
+``test_save_load.py``, ``test_hyperparameters.py`` and ``test_policy_aliases.py``.
 """
 
 import json
@@ -15,7 +18,6 @@ import torch as th
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.policies import ActorCriticPolicy
 
 from sb3_pcl import UREX, RecurrentReinforce, RecurrentUREX, Reinforce
 from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy
@@ -61,36 +63,6 @@ def test_collection_carries_the_state_and_training_evaluates_the_collected_log_p
     assert (log_prob.numpy()[~valid] == 0).all() and (entropy.numpy()[~valid] == 0).all()
     model.learn(40)
     assert np.isfinite(model.logger.name_to_value["train/loss"])
-
-
-@pytest.mark.parametrize(("recurrent", "feed_forward"), PAIRS)
-@pytest.mark.parametrize("policy", ["MlpLstmPolicy", "CnnLstmPolicy", "MlpPrevActionLstmPolicy", MlpPrevActionLstmPolicy])
-def test_feed_forward_class_refuses_a_recurrent_policy_naming_the_recurrent_class(recurrent, feed_forward, policy):
-    with pytest.raises(
-        ValueError, match=rf"is a recurrent policy: use sb3_pcl\.{recurrent.__name__}\('MlpPrevActionLstmPolicy'"
-    ):
-        feed_forward(policy, copy_env())
-
-
-@pytest.mark.parametrize("algo", RECURRENT)
-@pytest.mark.parametrize("policy", ["MlpPolicy", ActorCriticPolicy])
-def test_recurrent_class_refuses_a_feed_forward_policy(algo, policy):
-    match = "takes recurrent policies" if isinstance(policy, type) else "Policy MlpPolicy unknown"
-    with pytest.raises(ValueError, match=match):
-        algo(policy, copy_env())
-
-
-@pytest.mark.parametrize("algo", RECURRENT)
-@pytest.mark.parametrize(
-    ("former", "current"), [("MlpLstmPolicy", "MlpPrevActionLstmPolicy"), ("CnnLstmPolicy", "CnnPrevActionLstmPolicy")]
-)
-def test_former_policy_name_works_with_a_deprecation_warning(algo, former, current):
-    env = copy_env()
-    with pytest.warns(DeprecationWarning, match=rf"'{former}' is deprecated for {algo.__name__}.*use '{current}'") as record:
-        model = algo(former, env, _init_setup_model=False)
-    assert model.policy_class is algo.policy_aliases[current]
-    deprecations = [warning for warning in record if warning.category is DeprecationWarning]
-    assert [warning.filename for warning in deprecations] == [__file__]  # shown at the user's line
 
 
 def test_importing_the_recurrent_package_changes_no_other_class():
