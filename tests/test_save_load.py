@@ -20,7 +20,7 @@ from stable_baselines3.common.save_util import load_from_zip_file, save_to_pkl, 
 
 from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentTrustPCL, Reinforce, TrustPCL
 from sb3_pcl.common.path_buffer import PathReplayBuffer
-from sb3_pcl.common.recurrent import encode_actions
+from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions
 
 # ----------------------------------------------------------------------------------------------
 # models
@@ -31,7 +31,8 @@ from sb3_pcl.common.recurrent import encode_actions
 def test_a_loaded_model_predicts_the_same_and_learns_on(algo: type, tmp_path: Any) -> None:
     """The recurrent classes on the Copy task: MultiDiscrete actions, whose one-hot encoding the state carries."""
     model = build(algo, "sb3_pcl/Copy-v0" if algo in RECURRENT else "CartPole-v1").learn(200)
-    assert model._n_updates > 0
+    assert model._n_updates >= 2
+    assert isinstance(model.policy, MlpPrevActionLstmPolicy) == (algo in RECURRENT)
     env = model.get_env()
     obs = env.reset()
     starts = np.ones(env.num_envs, dtype=bool)
@@ -40,6 +41,8 @@ def test_a_loaded_model_predicts_the_same_and_learns_on(algo: type, tmp_path: An
     loaded = algo.load(tmp_path / "model", env=env)
 
     assert type(loaded) is algo and type(loaded.policy) is type(model.policy)
+    if issubclass(algo, Reinforce):
+        assert loaded._batch is None  # the last batch is not saved: the loaded model collects a new one
     for name in ALGOS[algo][1].keys() - {"policy_kwargs"}:  # the fast settings, saved
         assert getattr(loaded, name) == getattr(model, name), name
     assert (loaded.gamma, loaded.ent_coef, loaded.num_timesteps) == (model.gamma, model.ent_coef, model.num_timesteps)
