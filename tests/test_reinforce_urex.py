@@ -366,15 +366,6 @@ def test_ent_coef_schedule_is_followed():
 # ----------------------------------------------------------------------------------------------
 
 
-def test_callback_on_step_once_per_vectorised_step_and_progress_bar():
-    env = cartpole()
-    callback = Recorder()
-    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=25, seed=0)
-    model.learn(150, callback=callback, progress_bar=True)
-    assert callback.n_steps * env.num_envs == model.num_timesteps
-    assert callback.n_steps == sum(batch.n_steps for batch in callback.batches)
-
-
 def test_callback_can_stop_training():
     class StopNow(BaseCallback):
         def _on_step(self) -> bool:
@@ -481,6 +472,7 @@ def test_callbacks_see_the_training_loop():
 
         def _on_step(self) -> bool:
             assert {"actions", "clipped_actions", "new_obs", "rewards", "dones", "infos"} <= set(self.locals)
+            events.append("step")
             return True
 
         def _on_rollout_end(self) -> None:
@@ -492,7 +484,9 @@ def test_callbacks_see_the_training_loop():
     model = Reinforce("MlpPolicy", cartpole(), num_samples=2, max_steps=5, seed=0)
     model.learn(40, callback=Events())
     assert events[0] == ("start", 40) and events[-1] == "end"
-    assert events[1:-1] == ["rollout_start", ("rollout_end", 5)] * 2
+    # on_step once per vectorised step of the batches
+    assert events[1:-1] == ["rollout_start", *["step"] * 5, ("rollout_end", 5)] * 2
+    assert model.num_timesteps == 5 * 2 * model.n_envs
 
 
 def test_models_saved_by_0_1_0_load_with_their_tau(tmp_path):
