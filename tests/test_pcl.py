@@ -1,4 +1,8 @@
-"""Behaviour tests of the ``PCL`` algorithm as a Stable-Baselines3 ``OffPolicyAlgorithm``."""
+"""Behaviour tests of the ``PCL`` algorithm as a Stable-Baselines3 ``OffPolicyAlgorithm``.
+
+The contracts every class shares are in ``test_run.py``, ``test_save_load.py``, ``test_spaces.py`` and
+``test_hyperparameters.py``.
+"""
 
 import warnings
 
@@ -8,18 +12,8 @@ import pytest
 import torch as th
 from gymnasium import spaces
 from pcl_testing import FAST, BigObsEnv
-from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.callbacks import (
-    BaseCallback,
-    CheckpointCallback,
-    EvalCallback,
-    StopTrainingOnRewardThreshold,
-)
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.logger import configure
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.save_util import save_to_pkl
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_pcl import PCL
 from sb3_pcl.common.path_buffer import PathReplayBuffer
@@ -58,11 +52,6 @@ class _TinyEnv(gym.Env):
 class MultiDiscreteEnv(_TinyEnv):
     def __init__(self):
         super().__init__(spaces.MultiDiscrete([3, 2]))
-
-
-class MultiBinaryEnv(_TinyEnv):
-    def __init__(self):
-        super().__init__(spaces.MultiBinary(3))
 
 
 class CounterEnv(gym.Env):
@@ -126,7 +115,7 @@ def stored_observations(model: PCL) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------------
-# 1. learn / predict / save / load
+# 1. save / load: the target network, learning on
 # ----------------------------------------------------------------------------------------------
 
 
@@ -162,37 +151,7 @@ def test_save_load_round_trip(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# 2. action spaces
-# ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "make_env",
-    [lambda: gym.make("CartPole-v1"), lambda: gym.make("Pendulum-v1"), MultiDiscreteEnv, MultiBinaryEnv],
-    ids=["Discrete", "Box", "MultiDiscrete", "MultiBinary"],
-)
-def test_action_spaces_train(make_env):
-    model = PCL("MlpPolicy", make_env(), seed=0, **FAST)
-    model.learn(250)
-    assert model.num_timesteps >= 250
-    assert model._n_updates > 0
-    assert model.replay_buffer.size() > 0
-    action, _ = model.predict(model.observation_space.sample(), deterministic=False)
-    assert model.action_space.contains(np.asarray(action, dtype=model.action_space.dtype))
-
-
-@pytest.mark.parametrize(
-    "action_space",
-    [spaces.Tuple((spaces.Discrete(2), spaces.Discrete(3))), spaces.Dict({"a": spaces.Discrete(2)})],
-    ids=["Tuple", "Dict"],
-)
-def test_unsupported_action_spaces_are_rejected(action_space):
-    with pytest.raises(AssertionError):
-        PCL("MlpPolicy", _TinyEnv(action_space), **FAST)
-
-
-# ----------------------------------------------------------------------------------------------
-# 3. Box actions: the replay keeps the sampled action, the env gets the clipped one
+# 2. Box actions: the replay keeps the sampled action, the env gets the clipped one
 # ----------------------------------------------------------------------------------------------
 
 
@@ -213,48 +172,7 @@ def test_box_actions_stored_unclipped_and_env_gets_clipped_actions():
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. invalid hyperparameters
-# ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        ({"n_steps": 0}, "n_steps"),
-        ({"gamma": 1.5}, "gamma"),
-        ({"gamma": -0.1}, "gamma"),
-        ({"ent_coef": -1.0}, "ent_coef"),
-        ({"ent_coef": float("nan")}, "ent_coef"),
-        ({"gamma": float("nan")}, "gamma"),
-        ({"gamma": "0.99"}, "gamma"),
-        ({"clip_adv": float("nan")}, "clip_adv"),
-        ({"max_grad_norm": float("nan")}, "max_grad_norm"),
-        ({"batch_size": 64, "buffer_size": 10}, "batch_size"),
-        ({"vf_coef": -1.0}, "vf_coef"),
-        ({"vf_coef": float("nan")}, "vf_coef"),
-        ({"clip_adv": 0.0}, "clip_adv"),
-        ({"max_grad_norm": 0.0}, "max_grad_norm"),
-        ({"target_network_lag": 1.5}, "target_network_lag"),
-        ({"sample_from": "foo"}, "sample_from"),
-        ({"value_fit": "bfgs"}, "value_fit"),
-        ({"value_fit": "grad", "value_fit_kwargs": {"gradient_steps": 0}}, r"value_fit_kwargs\['gradient_steps'\]"),
-        ({"value_fit": "grad", "value_fit_kwargs": {"mix": 0.0}}, r"value_fit_kwargs\['mix'\]"),
-        ({"value_fit": "grad", "value_fit_kwargs": {"steps": 3}}, "value_fit_kwargs"),
-        ({"value_fit_kwargs": {"mix": 0.5}}, "value_fit_kwargs"),  # the joint fit has no settings
-        ({"policy_step": "adam"}, "policy_step"),
-        ({"replay_buffer_kwargs": {"alpha": -1.0}}, "alpha"),
-        ({"replay_buffer_kwargs": {"priority": "foo"}}, "priority"),
-        ({"replay_buffer_kwargs": {"eviction": "foo"}}, "eviction"),
-        ({"max_segment_length": 0}, "max_segment_length"),
-    ],
-)
-def test_invalid_hyperparameters(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        PCL("MlpPolicy", "CartPole-v1", **kwargs)
-
-
-# ----------------------------------------------------------------------------------------------
-# 5. NaN rewards / observations
+# 3. NaN rewards / observations
 # ----------------------------------------------------------------------------------------------
 
 
@@ -269,24 +187,8 @@ def test_nan_from_env_is_rejected(what, learning_starts):
 
 
 # ----------------------------------------------------------------------------------------------
-# 6. VecEnvs
+# 4. VecNormalize
 # ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("vec_env_cls", [DummyVecEnv, SubprocVecEnv])
-def test_multiple_envs(vec_env_cls):
-    kwargs = {"start_method": "fork"} if vec_env_cls is SubprocVecEnv else None
-    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, vec_env_cls=vec_env_cls, vec_env_kwargs=kwargs)
-    try:
-        model = PCL("MlpPolicy", env, seed=0, **{**FAST, "train_freq": 8})
-        model.learn(300)
-        assert model.num_timesteps >= 300
-        assert model._n_updates > 0
-        env_ids = {path.env_idx for path in model.replay_buffer.paths.values()}
-        assert env_ids == {0, 1}
-        assert model.replay_buffer.size() == model.num_timesteps
-    finally:
-        env.close()
 
 
 def test_vec_normalize_buffer_stores_original_observations():
@@ -307,66 +209,8 @@ def test_vec_normalize_buffer_stores_original_observations():
 
 
 # ----------------------------------------------------------------------------------------------
-# 7. callbacks
+# 5. tensorboard
 # ----------------------------------------------------------------------------------------------
-
-
-def test_eval_and_checkpoint_callbacks(tmp_path):
-    eval_cb = EvalCallback(
-        Monitor(gym.make("CartPole-v1")), eval_freq=100, n_eval_episodes=2, log_path=str(tmp_path), verbose=0
-    )
-    ckpt_cb = CheckpointCallback(save_freq=100, save_path=str(tmp_path / "ckpt"), name_prefix="pcl")
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    model.learn(200, callback=[eval_cb, ckpt_cb])
-    data = np.load(tmp_path / "evaluations.npz")
-    assert list(data["timesteps"]) == [100, 200]
-    assert data["results"].shape == (2, 2)
-    zips = sorted(p.name for p in (tmp_path / "ckpt").glob("*.zip"))
-    assert zips == ["pcl_100_steps.zip", "pcl_200_steps.zip"]
-    assert PCL.load(tmp_path / "ckpt" / "pcl_200_steps.zip").num_timesteps == 200
-
-
-def test_stop_training_on_reward_threshold():
-    stop = StopTrainingOnRewardThreshold(reward_threshold=-1e9, verbose=0)
-    eval_cb = EvalCallback(
-        Monitor(gym.make("CartPole-v1")), callback_on_new_best=stop, eval_freq=60, n_eval_episodes=1, verbose=0
-    )
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    model.learn(1_000, callback=eval_cb)
-    assert model.num_timesteps == 60
-
-
-class LocalsCallback(BaseCallback):
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-
-    def _on_step(self) -> bool:
-        self.calls += 1
-        for key in ("rewards", "dones", "infos", "actions", "new_obs"):
-            assert key in self.locals, key
-        assert len(self.locals["rewards"]) == self.training_env.num_envs
-        return True
-
-
-def test_custom_callback_sees_locals_once_per_vectorised_step():
-    callback = LocalsCallback()
-    model = PCL("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), seed=0, **{**FAST, "train_freq": 5})
-    model.learn(100, callback=callback)
-    assert model.num_timesteps == 100
-    assert callback.calls == 50
-
-
-# ----------------------------------------------------------------------------------------------
-# 8. progress bar and tensorboard
-# ----------------------------------------------------------------------------------------------
-
-
-def test_progress_bar(capsys):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    model.learn(96, progress_bar=True)
-    assert model.num_timesteps == 96
-    assert "96/96" in capsys.readouterr().out  # SB3's bar counted every env step up to the budget
 
 
 def test_tensorboard_logging(tmp_path):
@@ -401,27 +245,7 @@ def test_tensorboard_logging(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# 9. determinism
-# ----------------------------------------------------------------------------------------------
-
-
-def _trained_params(seed: int) -> dict[str, th.Tensor]:
-    model = PCL("MlpPolicy", "CartPole-v1", seed=seed, **{**FAST, "learning_starts": 100})
-    model.learn(500)
-    assert model._n_updates > 0
-    return {**params_of(model.policy), **{f"target.{k}": v for k, v in params_of(model.policy_target).items()}}
-
-
-def test_same_seed_same_parameters():
-    first, second, other = _trained_params(0), _trained_params(0), _trained_params(1)
-    assert first.keys() == second.keys() == other.keys()
-    for name in first:
-        assert th.equal(first[name], second[name]), name
-    assert any(not th.equal(first[name], other[name]) for name in first)
-
-
-# ----------------------------------------------------------------------------------------------
-# 10. target network
+# 6. target network
 # ----------------------------------------------------------------------------------------------
 
 
@@ -462,7 +286,7 @@ def test_target_network_lag_one_freezes_and_zero_copies():
 
 
 # ----------------------------------------------------------------------------------------------
-# 11. separate value fit
+# 7. separate value fit
 # ----------------------------------------------------------------------------------------------
 
 
@@ -495,7 +319,7 @@ def test_value_fit_grad(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# 12. online batch
+# 8. online batch
 # ----------------------------------------------------------------------------------------------
 
 
@@ -546,7 +370,7 @@ def test_zero_gradient_steps_trains_on_the_online_batch_only(use_online_batch, m
 
 
 # ----------------------------------------------------------------------------------------------
-# 13. acting with the target policy
+# 9. acting with the target policy
 # ----------------------------------------------------------------------------------------------
 
 
@@ -573,42 +397,6 @@ def test_sample_from_target_uses_target_policy(monkeypatch):
     online = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
     online.learn(150)
     assert acting and all(policy is online.policy for policy in acting)
-
-
-# ----------------------------------------------------------------------------------------------
-# 14. replay buffer persistence
-# ----------------------------------------------------------------------------------------------
-
-
-def test_replay_buffer_save_load(tmp_path):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    model.learn(160)
-    model.save_replay_buffer(tmp_path / "buffer.pkl")
-
-    other = PCL("MlpPolicy", "CartPole-v1", seed=1, **FAST)
-    other.load_replay_buffer(tmp_path / "buffer.pkl")
-    assert isinstance(other.replay_buffer, PathReplayBuffer)
-    assert other.replay_buffer.size() == model.replay_buffer.size() == 160
-    assert other.replay_buffer.paths.keys() == model.replay_buffer.paths.keys()
-    for pid, path in model.replay_buffer.paths.items():
-        loaded = other.replay_buffer.paths[pid]
-        assert loaded.slots == path.slots and loaded.done == path.done and loaded.terminated == path.terminated
-        np.testing.assert_array_equal(
-            other.replay_buffer.observations[loaded.slots], model.replay_buffer.observations[path.slots]
-        )
-        np.testing.assert_array_equal(other.replay_buffer.actions[loaded.slots], model.replay_buffer.actions[path.slots])
-    other.set_logger(configure(folder=None, format_strings=[]))
-    other.train(gradient_steps=1, batch_size=4)  # sampling works after loading
-    assert other._n_updates == 1
-
-
-def test_load_replay_buffer_rejects_other_buffers(tmp_path):
-    model = PCL("MlpPolicy", "CartPole-v1", seed=0, **FAST)
-    env = model.get_env()
-    save_to_pkl(tmp_path / "sb3.pkl", ReplayBuffer(10, env.observation_space, env.action_space))
-    with pytest.raises(ValueError, match="PathReplayBuffer"):
-        model.load_replay_buffer(tmp_path / "sb3.pkl")
-    assert isinstance(model.replay_buffer, PathReplayBuffer)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -691,7 +479,7 @@ def test_distinct_paths_reaches_the_buffer_and_batches_hold_different_paths(monk
 
 
 # ----------------------------------------------------------------------------------------------
-# 15. generalised state-dependent exploration (gSDE)
+# 10. generalised state-dependent exploration (gSDE)
 # ----------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""The policy aliases of every class (image observations through SB3's NatureCNN), and the refusal of action noise."""
+"""The policy aliases of every class (image observations through SB3's NatureCNN), the refusal of action noise, and the
+recurrent and feed-forward policies each class takes (the former LSTM names deprecated)."""
 
 import json
 import zipfile
@@ -10,6 +11,7 @@ from sb3_contrib.ppo_recurrent.policies import MlpLstmPolicy as ContribMlpLstmPo
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import FakeImageEnv
 from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.policies import ActorCriticPolicy
 
 import sb3_pcl
 from sb3_pcl import PCL, UREX, RecurrentPCL, RecurrentReinforce, RecurrentTrustPCL, RecurrentUREX, Reinforce, TrustPCL
@@ -127,3 +129,59 @@ def test_model_saved_under_a_former_class_name_loads(former, tmp_path):
     actions, states = loaded.predict(observations, deterministic=True)
     expected, expected_states = model.predict(observations, deterministic=True)
     assert np.array_equal(actions, expected) and len(states) == len(expected_states) == 3  # (h, c, previous action)
+
+
+# ----------------------------------------------------------------------------------------------
+# recurrent and feed-forward policies: each class takes its own kind, and the error names the class to use
+# ----------------------------------------------------------------------------------------------
+
+#: each recurrent class and the feed-forward class it adds an LSTM to
+PAIRS = [(RecurrentPCL, PCL), (RecurrentTrustPCL, TrustPCL), (RecurrentReinforce, Reinforce), (RecurrentUREX, UREX)]
+RECURRENT = [recurrent_class for recurrent_class, _ in PAIRS]
+RECURRENT_POLICIES = [
+    "MlpLstmPolicy",
+    "CnnLstmPolicy",
+    "MlpPrevActionLstmPolicy",
+    "UnifiedMlpLstmPolicy",
+    MlpPrevActionLstmPolicy,
+    ContribMlpLstmPolicy,
+]
+
+
+@pytest.mark.parametrize(("recurrent_class", "feed_forward"), PAIRS, ids=[f.__name__ for _, f in PAIRS])
+@pytest.mark.parametrize("policy", RECURRENT_POLICIES, ids=lambda policy: getattr(policy, "__name__", policy))
+def test_a_feed_forward_class_refuses_a_recurrent_policy_naming_the_recurrent_class(
+    recurrent_class: type, feed_forward: type, policy: str | type
+) -> None:
+    name = policy if isinstance(policy, str) else policy.__name__
+    message = rf"^{name} is a recurrent policy: use sb3_pcl\.{recurrent_class.__name__}\('MlpPrevActionLstmPolicy'"
+    with pytest.raises(ValueError, match=message):
+        feed_forward(policy, "CartPole-v1")
+
+
+@pytest.mark.parametrize("algo_class", RECURRENT, ids=[algo_class.__name__ for algo_class in RECURRENT])
+@pytest.mark.parametrize("policy", ["MlpPolicy", ActorCriticPolicy], ids=["MlpPolicy", "ActorCriticPolicy"])
+def test_a_recurrent_class_refuses_a_feed_forward_policy(algo_class: type, policy: str | type) -> None:
+    if isinstance(policy, str):
+        match = "Policy MlpPolicy unknown"  # the feed-forward names are no aliases of the recurrent classes
+    elif issubclass(algo_class, PCL):
+        match = rf"{algo_class.__name__} supports one recurrent policy, 'MlpPrevActionLstmPolicy'"
+    else:
+        match = rf"{algo_class.__name__} takes recurrent policies"
+    with pytest.raises(ValueError, match=match):
+        algo_class(policy, "CartPole-v1")
+
+
+@pytest.mark.parametrize("algo_class", RECURRENT, ids=[algo_class.__name__ for algo_class in RECURRENT])
+@pytest.mark.parametrize(
+    ("former", "current"), [("MlpLstmPolicy", MlpPrevActionLstmPolicy), ("CnnLstmPolicy", CnnPrevActionLstmPolicy)]
+)
+def test_former_policy_names_work_with_a_deprecation_warning(algo_class: type, former: str, current: type) -> None:
+    """sb3-contrib's names for its own policy named ours until 0.3: accepted for one release, with a warning."""
+    message = rf"'{former}' is deprecated for {algo_class.__name__}.*use '{current.__name__}'"
+    with pytest.warns(DeprecationWarning, match=message) as record:
+        model = algo_class(former, "CartPole-v1", _init_setup_model=False)
+    assert model.policy_class is current is algo_class.policy_aliases[current.__name__]
+    assert former not in algo_class.policy_aliases
+    deprecations = [warning for warning in record if warning.category is DeprecationWarning]
+    assert [warning.filename for warning in deprecations] == [__file__]  # shown at the user's line

@@ -11,7 +11,6 @@ import base64
 import dataclasses
 import json
 import pickle
-import re
 import subprocess
 import sys
 import zipfile
@@ -33,7 +32,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_pcl import PCL, RecurrentPCL, RecurrentTrustPCL, TrustPCL
 from sb3_pcl.common.path_buffer import PathBatch, PathReplayBuffer
-from sb3_pcl.common.recurrent import CnnPrevActionLstmPolicy, MlpPrevActionLstmPolicy, encode_actions
+from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy, encode_actions
 from sb3_pcl.common.recurrent.buffers import RecurrentPathBatch, RecurrentPathReplayBuffer
 from sb3_pcl.pcl.consistency import path_consistency
 
@@ -624,64 +623,10 @@ def test_zoo_train_and_enjoy_with_the_lstm_policy(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-class PlainSubclass(PathReplayBuffer):
-    """A replay buffer subclass whose batches carry no path history."""
-
-
-@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"value_fit": "grad"}, "value_fit='grad' is not supported by {}"),
-        ({"value_fit": "best_fit"}, "value_fit='best_fit' is not supported by {}"),
-        (
-            {"policy_step": "trust_region", "policy_step_kwargs": {"loss": "surrogate"}, "value_fit": "grad"},
-            "policy_step='trust_region' is not supported by {}",
-        ),
-        ({"replay_buffer_kwargs": {"replay_from_start": True}}, "replay_buffer_kwargs ['replay_from_start']: no longer"),
-        ({"replay_buffer_class": PlainSubclass}, "replay_buffer_class must be a RecurrentPathReplayBuffer subclass"),
-    ],
-)
-def test_unsupported_combinations_are_rejected(algo: type[RecurrentPCL], kwargs: dict[str, Any], match: str) -> None:
-    with pytest.raises(ValueError, match=re.escape(match.format(algo.__name__))):
-        algo("MlpPrevActionLstmPolicy", "CartPole-v1", **kwargs)
-
-
 @pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
 def test_other_recurrent_policies_are_rejected(algo: type[RecurrentPCL]) -> None:
     with pytest.raises(ValueError, match=rf"{algo.__name__} supports one recurrent policy, 'MlpPrevActionLstmPolicy'"):
         algo(ContribMlpLstmPolicy, "CartPole-v1")
-
-
-@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
-@pytest.mark.parametrize(
-    ("former", "current"), [("MlpLstmPolicy", MlpPrevActionLstmPolicy), ("CnnLstmPolicy", CnnPrevActionLstmPolicy)]
-)
-def test_former_policy_names_work_with_a_deprecation_warning(algo: type[RecurrentPCL], former: str, current: type) -> None:
-    """sb3-contrib's names for its own policy named ours until 0.3: accepted for one release, with a warning."""
-    with pytest.warns(DeprecationWarning, match=rf"'{former}' is deprecated for {algo.__name__}.*'{current.__name__}'"):
-        model = algo(former, "CartPole-v1", _init_setup_model=False)
-    assert model.policy_class is current and former not in algo.policy_aliases
-
-
-@pytest.mark.parametrize("algo", [RecurrentPCL, RecurrentTrustPCL])
-def test_feed_forward_policies_are_not_recurrent_aliases(algo: type[RecurrentPCL]) -> None:
-    with pytest.raises(ValueError, match="Policy MlpPolicy unknown"):
-        algo("MlpPolicy", "CartPole-v1")
-
-
-@pytest.mark.parametrize("algo, recurrent_algo", [(PCL, "RecurrentPCL"), (TrustPCL, "RecurrentTrustPCL")])
-@pytest.mark.parametrize("policy", ["MlpPrevActionLstmPolicy", "MlpLstmPolicy", "UnifiedMlpLstmPolicy"])
-def test_feed_forward_algorithms_reject_recurrent_policies(algo: type[PCL], recurrent_algo: str, policy: str) -> None:
-    """Recurrent policies moved to RecurrentPCL / RecurrentTrustPCL: the error names the class to use."""
-    with pytest.raises(ValueError, match=rf"{policy} is a recurrent policy: use .*\b{recurrent_algo}\b"):
-        algo(policy, "CartPole-v1")
-
-
-@pytest.mark.parametrize("policy_class", [MlpPrevActionLstmPolicy, ContribMlpLstmPolicy], ids=["sb3_pcl", "sb3_contrib"])
-def test_feed_forward_pcl_rejects_a_recurrent_policy_class(policy_class: type) -> None:
-    with pytest.raises(ValueError, match="RecurrentPCL"):
-        PCL(policy_class, "CartPole-v1")
 
 
 def test_recurrent_trust_pcl_takes_trust_pcl_defaults() -> None:

@@ -1,10 +1,12 @@
 """
-RecurrentReinforce and RecurrentUREX by contract: learn, save / load, predict with a recurrent state, the signatures,
-the policy names (the former ``"MlpLstmPolicy"`` deprecated), and the models that Reinforce / UREX saved with a
-recurrent policy before these classes existed.
+RecurrentReinforce and RecurrentUREX: the same batch and bonus as the feed-forward classes, the recurrent state
+carried by collection and evaluated by training, and the models that Reinforce / UREX saved with a recurrent policy
+before these classes existed.
+
+Their learn / save / load / predict round trip, signatures and policy names are tested with every class's, in
+``test_save_load.py``, ``test_hyperparameters.py`` and ``test_policy_aliases.py``.
 """
 
-import inspect
 import json
 import subprocess
 import sys
@@ -16,8 +18,6 @@ import torch as th
 from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
 from sb3_contrib.common.recurrent.type_aliases import RNNStates
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.policies import ActorCriticPolicy
 
 from sb3_pcl import UREX, RecurrentReinforce, RecurrentUREX, Reinforce
 from sb3_pcl.common.recurrent import MlpPrevActionLstmPolicy
@@ -31,44 +31,6 @@ LSTM = {"lstm_hidden_size": 8}
 
 def copy_env(n_envs: int = 4):
     return make_vec_env("sb3_pcl/Copy-v0", n_envs=n_envs, seed=0)
-
-
-@pytest.mark.parametrize("algo", RECURRENT)
-def test_learn_save_load_predict_the_same_with_states(algo, tmp_path):
-    env = copy_env()
-    model = algo("MlpPrevActionLstmPolicy", env, num_samples=2, seed=0, policy_kwargs=LSTM)
-    model.learn(60)
-    assert model.logger.name_to_value["train/n_updates"] >= 1 and isinstance(model.policy, MlpPrevActionLstmPolicy)
-    model.save(tmp_path / "model")
-    loaded = algo.load(tmp_path / "model", env=env)
-    assert type(loaded) is algo and loaded.ent_coef == model.ent_coef
-
-    obs = env.reset()
-    starts = np.ones(4, dtype=bool)
-    actions, state = model.predict(obs, state=None, episode_start=starts, deterministic=True)
-    assert [part.shape for part in state] == [(1, 4, 8), (1, 4, 8), (1, 4, 9)]  # (h, c, previous action)
-    for _ in range(3):  # the state carried from step to step gives the same actions after loading
-        loaded_actions, loaded_state = loaded.predict(obs, state=state, episode_start=~starts, deterministic=True)
-        actions, state = model.predict(obs, state=state, episode_start=~starts, deterministic=True)
-        np.testing.assert_array_equal(loaded_actions, actions)
-        for part, loaded_part in zip(state, loaded_state, strict=True):
-            np.testing.assert_allclose(loaded_part, part)
-    # an episode start resets the state: the first action is that of a fresh state
-    restarted, _ = model.predict(obs, state=state, episode_start=starts, deterministic=True)
-    np.testing.assert_array_equal(restarted, model.predict(obs, state=None, episode_start=starts, deterministic=True)[0])
-    mean_reward, _ = evaluate_policy(loaded, env, n_eval_episodes=4)  # SB3's loop passes the state back opaquely
-    assert np.isfinite(mean_reward)
-    loaded.learn(20, reset_num_timesteps=False)
-
-
-@pytest.mark.parametrize(("recurrent", "feed_forward"), PAIRS)
-def test_signature_repeats_the_feed_forward_class(recurrent, feed_forward):
-    parameters = inspect.signature(recurrent.__init__).parameters
-    expected = inspect.signature(feed_forward.__init__).parameters
-    assert not any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-    assert [(p.name, p.default) for p in parameters.values()] == [(p.name, p.default) for p in expected.values()]
-    with pytest.raises(TypeError, match=rf"{recurrent.__name__}\.__init__\(\) got an unexpected keyword argument 'typo'"):
-        recurrent("MlpPrevActionLstmPolicy", copy_env(), typo=1)
 
 
 @pytest.mark.parametrize(("recurrent", "feed_forward"), PAIRS)
@@ -101,36 +63,6 @@ def test_collection_carries_the_state_and_training_evaluates_the_collected_log_p
     assert (log_prob.numpy()[~valid] == 0).all() and (entropy.numpy()[~valid] == 0).all()
     model.learn(40)
     assert np.isfinite(model.logger.name_to_value["train/loss"])
-
-
-@pytest.mark.parametrize(("recurrent", "feed_forward"), PAIRS)
-@pytest.mark.parametrize("policy", ["MlpLstmPolicy", "CnnLstmPolicy", "MlpPrevActionLstmPolicy", MlpPrevActionLstmPolicy])
-def test_feed_forward_class_refuses_a_recurrent_policy_naming_the_recurrent_class(recurrent, feed_forward, policy):
-    with pytest.raises(
-        ValueError, match=rf"is a recurrent policy: use sb3_pcl\.{recurrent.__name__}\('MlpPrevActionLstmPolicy'"
-    ):
-        feed_forward(policy, copy_env())
-
-
-@pytest.mark.parametrize("algo", RECURRENT)
-@pytest.mark.parametrize("policy", ["MlpPolicy", ActorCriticPolicy])
-def test_recurrent_class_refuses_a_feed_forward_policy(algo, policy):
-    match = "takes recurrent policies" if isinstance(policy, type) else "Policy MlpPolicy unknown"
-    with pytest.raises(ValueError, match=match):
-        algo(policy, copy_env())
-
-
-@pytest.mark.parametrize("algo", RECURRENT)
-@pytest.mark.parametrize(
-    ("former", "current"), [("MlpLstmPolicy", "MlpPrevActionLstmPolicy"), ("CnnLstmPolicy", "CnnPrevActionLstmPolicy")]
-)
-def test_former_policy_name_works_with_a_deprecation_warning(algo, former, current):
-    env = copy_env()
-    with pytest.warns(DeprecationWarning, match=rf"'{former}' is deprecated for {algo.__name__}.*use '{current}'") as record:
-        model = algo(former, env, _init_setup_model=False)
-    assert model.policy_class is algo.policy_aliases[current]
-    deprecations = [warning for warning in record if warning.category is DeprecationWarning]
-    assert [warning.filename for warning in deprecations] == [__file__]  # shown at the user's line
 
 
 def test_importing_the_recurrent_package_changes_no_other_class():

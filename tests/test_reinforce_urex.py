@@ -1,7 +1,9 @@
-"""Behaviour tests of ``Reinforce`` and ``UREX`` as SB3 algorithms, and of the LSTM policy with previous-action input."""
+"""Behaviour tests of ``Reinforce`` and ``UREX`` as SB3 algorithms, and of the LSTM policy with previous-action input.
 
-import inspect
-import os
+The contracts every class shares are in ``test_run.py``, ``test_save_load.py``, ``test_spaces.py`` and
+``test_hyperparameters.py``.
+"""
+
 import re
 from typing import Any
 
@@ -13,7 +15,6 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -64,54 +65,6 @@ class Recorder(BaseCallback):
 # ----------------------------------------------------------------------------------------------
 # learn / save / load / predict
 # ----------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("algo", ALGOS)
-def test_cartpole_mlp_learn_save_load_predict(algo, tmp_path):
-    env = cartpole()
-    model = algo("MlpPolicy", env, num_samples=2, max_steps=30, seed=0)
-    model.learn(200)
-    assert model.num_timesteps >= 200
-    assert model.logger.name_to_value["train/n_updates"] >= 1
-    obs = env.reset()
-    actions, state = model.predict(obs, deterministic=True)
-    assert actions.shape == (4,) and state is None
-
-    model.save(tmp_path / "model")
-    loaded = algo.load(tmp_path / "model", env=env)
-    assert loaded.num_samples == 2 and loaded.max_steps == 30 and loaded.ent_coef == model.ent_coef
-    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], actions)
-    for p, q in zip(model.policy.parameters(), loaded.policy.parameters(), strict=True):
-        th.testing.assert_close(p, q)
-    loaded.learn(100, reset_num_timesteps=False)
-
-
-@pytest.mark.parametrize("algo", RECURRENT_ALGOS)
-def test_copy_lstm_learn_save_load_predict_with_state(algo, tmp_path):
-    env = copy_vec()
-    model = algo("MlpPrevActionLstmPolicy", env, num_samples=2, seed=1, policy_kwargs={"lstm_hidden_size": 16})
-    callback = Recorder()
-    model.learn(60, callback=callback)
-    assert callback.n_rollouts >= 2
-    assert isinstance(model.policy, MlpPrevActionLstmPolicy)
-
-    obs = env.reset()
-    starts = np.ones(4, dtype=bool)
-    actions, state = model.predict(obs, state=None, episode_start=starts, deterministic=True)
-    assert actions.shape == (4, 3)
-    assert state is not None and [part.shape for part in state] == [(1, 4, 16), (1, 4, 16), (1, 4, 9)]
-    # The state carries the previous action, one-hot per component.
-    np.testing.assert_array_equal(state[2][0], encode_actions(th.as_tensor(actions), env.action_space).numpy())
-
-    model.save(tmp_path / "model")
-    loaded = algo.load(tmp_path / "model", env=env)
-    actions2, state2 = loaded.predict(obs, state=None, episode_start=starts, deterministic=True)
-    np.testing.assert_array_equal(actions2, actions)
-    for part, part2 in zip(state, state2, strict=True):
-        np.testing.assert_allclose(part, part2)
-    # Works with SB3's evaluation loop (the state is passed back opaquely).
-    mean_reward, _ = evaluate_policy(loaded, env, n_eval_episodes=4)
-    assert np.isfinite(mean_reward)
 
 
 def test_lstm_predict_state_and_episode_start():
@@ -413,15 +366,6 @@ def test_ent_coef_schedule_is_followed():
 # ----------------------------------------------------------------------------------------------
 
 
-def test_callback_on_step_once_per_vectorised_step_and_progress_bar():
-    env = cartpole()
-    callback = Recorder()
-    model = Reinforce("MlpPolicy", env, num_samples=2, max_steps=25, seed=0)
-    model.learn(150, callback=callback, progress_bar=True)
-    assert callback.n_steps * env.num_envs == model.num_timesteps
-    assert callback.n_steps == sum(batch.n_steps for batch in callback.batches)
-
-
 def test_callback_can_stop_training():
     class StopNow(BaseCallback):
         def _on_step(self) -> bool:
@@ -455,35 +399,6 @@ def test_episode_statistics_in_env_order_not_end_order():
     assert [info["l"] for info in model.ep_info_buffer] == lengths[batch.ended].astype(int).tolist()
 
 
-@pytest.mark.parametrize(("algo", "name"), [(Reinforce, "Reinforce"), (UREX, "UREX")])
-def test_tensorboard_run_name(algo, name, tmp_path):
-    model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, tensorboard_log=str(tmp_path), seed=0)
-    model.learn(20)
-    assert os.listdir(tmp_path) == [f"{name}_1"]
-
-
-def test_subproc_vec_env():
-    env = make_vec_env("CartPole-v1", n_envs=4, seed=0, vec_env_cls=SubprocVecEnv, vec_env_kwargs={"start_method": "fork"})
-    try:
-        callback = Recorder()
-        Reinforce("MlpPolicy", env, num_samples=2, max_steps=20, seed=0).learn(100, callback=callback)
-        for batch in callback.batches:
-            first = batch.observations[0].reshape(2, 2, -1)
-            np.testing.assert_array_equal(first[:, 0], first[:, 1])
-            assert not np.array_equal(first[0, 0], first[1, 0])
-    finally:
-        env.close()
-
-
-def test_same_seed_same_training():
-    params = []
-    for _ in range(2):
-        model = UREX("MlpPolicy", cartpole(seed=1), num_samples=2, max_steps=20, seed=7)
-        model.learn(100)
-        params.append(th.cat([p.detach().flatten() for p in model.policy.parameters()]))
-    th.testing.assert_close(params[0], params[1])
-
-
 # ----------------------------------------------------------------------------------------------
 # Base class and constructor
 # ----------------------------------------------------------------------------------------------
@@ -499,20 +414,6 @@ def test_base_algorithm_without_rollout_buffer(algo):
         assert not hasattr(model, name), name
     assert model.gamma == 1.0  # SB3 code and callbacks read it: the episodes' returns are undiscounted by default
     assert set(algo.policy_aliases) == {"MlpPolicy", "CnnPolicy", "MultiInputPolicy"}
-
-
-def test_urex_repeats_reinforce_s_signature_with_its_own_ent_coef():
-    parameters = inspect.signature(UREX.__init__).parameters
-    reinforce = inspect.signature(Reinforce.__init__).parameters
-    assert list(parameters) == list(reinforce) and not any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-    assert {name for name in reinforce if parameters[name].default != reinforce[name].default} == {"ent_coef"}
-    assert parameters["ent_coef"].default == 0.1 and reinforce["ent_coef"].default == 0.01
-    # everything else is Reinforce's, forwarded
-    model = UREX("MlpPolicy", cartpole(), num_samples=4, max_steps=7, max_grad_norm=None, adam_eps=1e-5, check_seeding=False)
-    assert (model.num_samples, model.max_steps, model.max_grad_norm, model.adam_eps) == (4, 7, None, 1e-5)
-    assert model.ent_coef == 0.1 and not model.check_seeding and model.policy.optimizer.defaults["eps"] == 1e-5
-    with pytest.raises(TypeError, match=r"UREX\.__init__\(\) got an unexpected keyword argument 'not_an_argument'"):
-        UREX("MlpPolicy", cartpole(), not_an_argument=1)
 
 
 class KeyRecorder(KVWriter):
@@ -571,6 +472,7 @@ def test_callbacks_see_the_training_loop():
 
         def _on_step(self) -> bool:
             assert {"actions", "clipped_actions", "new_obs", "rewards", "dones", "infos"} <= set(self.locals)
+            events.append("step")
             return True
 
         def _on_rollout_end(self) -> None:
@@ -582,20 +484,9 @@ def test_callbacks_see_the_training_loop():
     model = Reinforce("MlpPolicy", cartpole(), num_samples=2, max_steps=5, seed=0)
     model.learn(40, callback=Events())
     assert events[0] == ("start", 40) and events[-1] == "end"
-    assert events[1:-1] == ["rollout_start", ("rollout_end", 5)] * 2
-
-
-def test_saved_model_keeps_the_adam_state(tmp_path):
-    model = Reinforce("MlpPolicy", cartpole(), num_samples=2, max_steps=10, seed=0)
-    model.learn(40)
-    model.save(tmp_path / "model")
-    loaded = Reinforce.load(tmp_path / "model", env=cartpole())
-    saved_state, loaded_state = model.policy.optimizer.state_dict()["state"], loaded.policy.optimizer.state_dict()["state"]
-    assert saved_state and saved_state.keys() == loaded_state.keys()
-    for index, state in saved_state.items():
-        for key in ("exp_avg", "exp_avg_sq", "step"):
-            th.testing.assert_close(loaded_state[index][key], state[key])
-    assert loaded._batch is None and loaded.num_timesteps == model.num_timesteps
+    # on_step once per vectorised step of the batches
+    assert events[1:-1] == ["rollout_start", *["step"] * 5, ("rollout_end", 5)] * 2
+    assert model.num_timesteps == 5 * 2 * model.n_envs
 
 
 def test_models_saved_by_0_1_0_load_with_their_tau(tmp_path):
@@ -655,80 +546,6 @@ def test_n_envs_not_a_multiple_of_num_samples_learns(algo):
 
 
 NAN, INF = float("nan"), float("inf")
-#: every numeric argument with its message, for a NaN, an infinite and a string value
-NUMERIC_ARGUMENTS = {
-    "learning_rate": "learning_rate must be a finite float >= 0 or a schedule",
-    "num_samples": r"num_samples must be an integer >= 2 \(the K-sample baseline needs K episodes per start state\)",
-    "max_steps": "max_steps must be an integer >= 1",
-    "max_grad_norm": "max_grad_norm must be None or a finite float > 0",
-    "adam_eps": "adam_eps must be a finite float > 0",
-    "stats_window_size": "stats_window_size must be an integer >= 1",
-    "verbose": "verbose must be an integer >= 0",
-    "seed": r"seed must be None or an integer in \[0, 2\*\*32\)",
-}
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"num_samples": 1}, "num_samples must be an integer >= 2"),
-        ({"num_samples": 2.0}, "num_samples must be an integer >= 2"),
-        ({"max_steps": 0}, "max_steps must be an integer >= 1, got 0"),
-        ({"max_steps": True}, "max_steps must be an integer >= 1, got True"),
-        ({"max_grad_norm": 0.0}, "max_grad_norm must be None or a finite float > 0, got 0.0"),
-        ({"ent_coef": "fast"}, "ent_coef: cannot read the schedule 'fast'"),
-        ({"ent_coef": "0.1"}, "ent_coef: cannot read the schedule '0.1'"),
-        ({"ent_coef": None}, r"ent_coef must be a finite float >=? 0 or a schedule, got None"),
-        ({"learning_rate": -0.1}, "learning_rate must be a finite float >= 0 or a schedule, got -0.1"),
-        ({"learning_rate": "lin_0.01"}, "learning_rate must be a finite float >= 0 or a schedule, got 'lin_0.01'"),
-        ({"adam_eps": 0.0}, "adam_eps must be a finite float > 0, got 0.0"),
-        ({"check_seeding": "yes"}, "check_seeding must be True or False, got 'yes'"),
-        ({"seed": -1}, r"seed must be None or an integer in \[0, 2\*\*32\), got -1"),
-        ({"stats_window_size": 0}, "stats_window_size must be an integer >= 1, got 0"),
-        *[
-            ({name: value}, f"{message}, got {value!r}")
-            for name, message in NUMERIC_ARGUMENTS.items()
-            for value in (NAN, INF, "1")
-        ],
-    ],
-)
-@pytest.mark.parametrize("algo", ALGOS)
-def test_invalid_hyperparameters_are_named_as_passed(algo, kwargs, message):
-    with pytest.raises(ValueError, match=f"^{message}"):
-        algo("MlpPolicy", cartpole(), **kwargs)
-
-
-@pytest.mark.parametrize("value", [-0.1, NAN, INF, -INF])
-def test_ent_coef_must_be_finite_and_non_negative(value):
-    with pytest.raises(ValueError, match=rf"^ent_coef must be a finite float >= 0 or a schedule, got {value!r}$"):
-        Reinforce("MlpPolicy", cartpole(), ent_coef=value)
-    with pytest.raises(ValueError, match=rf"^ent_coef must be a finite float > 0 or a schedule, got {value!r}$"):
-        UREX("MlpPolicy", cartpole(), ent_coef=value)
-
-
-def test_urex_needs_positive_ent_coef():
-    with pytest.raises(ValueError, match=r"^ent_coef must be a finite float > 0 or a schedule, got 0.0$"):
-        UREX("MlpPolicy", cartpole(), ent_coef=0.0)
-    assert Reinforce("MlpPolicy", cartpole(), ent_coef=0.0).ent_coef == 0.0
-    # A schedule reaching 0 passes the constructor; training refuses the value when it uses it.
-    model = UREX("MlpPolicy", cartpole(), num_samples=2, max_steps=5, ent_coef=lambda progress: 0.1 * (progress > 0.5), seed=0)
-    message = r"^ent_coef must be a finite float > 0 \(the value of its schedule at progress_remaining=0\.[0-9]+\), got 0\.0$"
-    with pytest.raises(ValueError, match=message):
-        model.learn(400, log_interval=None)
-    assert model._n_updates > 0 and model.num_timesteps >= 200
-
-
-@pytest.mark.parametrize("algo", ALGOS)
-@pytest.mark.parametrize(("name", "bad"), [("ent_coef", -1.0), ("ent_coef", NAN), ("ent_coef", "x"), ("learning_rate", NAN)])
-def test_schedule_values_are_checked_when_used(algo, name, bad):
-    """A schedule that leaves the allowed range half-way raises, naming the argument, before the bad value is used."""
-    good = 0.1 if name == "ent_coef" else 1e-3
-    model = algo("MlpPolicy", cartpole(), num_samples=2, max_steps=5, seed=0, **{name: lambda p: good if p > 0.5 else bad})
-    bound = "> 0" if name == "ent_coef" and algo is UREX else ">= 0"
-    message = rf"^{name} must be a finite float {bound} \(the value of its schedule at progress_remaining=0\.[0-9]+\), got "
-    with pytest.raises(ValueError, match=message + re.escape(repr(bad))):
-        model.learn(400, log_interval=None)
-    assert model._n_updates > 0 and all(th.isfinite(p).all() for p in model.policy.parameters())
 
 
 class NanRewardAfter(VecEnvWrapper):
@@ -774,46 +591,6 @@ def test_learn_with_vec_normalize(algo, n_envs):
         for batch in callback.batches:
             first = batch.observations[0].reshape(2, 2, -1)
             np.testing.assert_array_equal(first[:, 0], first[:, 1])
-
-
-@pytest.mark.parametrize(("saver", "loader"), [(Reinforce, UREX), (UREX, Reinforce)])
-def test_loading_the_other_class_file_is_refused(saver, loader, tmp_path):
-    saver("MlpPolicy", cartpole(), num_samples=2, seed=0).save(tmp_path / "model")
-    with pytest.raises(ValueError, match=rf"^The file holds a {saver.__name__} model, not a {loader.__name__} one"):
-        loader.load(tmp_path / "model", env=cartpole())
-    assert type(saver.load(tmp_path / "model", env=cartpole())) is saver
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "message"),
-    [
-        ("num_samples", 1, "num_samples must be an integer >= 2"),
-        ("num_samples", "2", "num_samples must be an integer >= 2"),
-        ("ent_coef", -1.0, "ent_coef must be a finite float >=? 0 or a schedule, got -1.0"),
-        ("ent_coef", float("nan"), "ent_coef must be a finite float >=? 0 or a schedule, got nan"),
-        ("learning_rate", "oops", "learning_rate must be a finite float >= 0 or a schedule, got 'oops'"),
-        ("max_steps", 0, "max_steps must be an integer >= 1, got 0"),
-        ("max_grad_norm", -1.0, "max_grad_norm must be None or a finite float > 0, got -1.0"),
-    ],
-)
-@pytest.mark.parametrize("algo", ALGOS)
-def test_tampered_hyperparameters_are_refused_at_load(algo, name, value, message, tmp_path):
-    algo("MlpPolicy", cartpole(), num_samples=2, seed=0).save(tmp_path / "model")
-    data, params, variables = load_from_zip_file(tmp_path / "model")
-    assert data is not None
-    data[name] = value
-    save_to_zip_file(tmp_path / "tampered", data=data, params=params, pytorch_variables=variables)
-    with pytest.raises(ValueError, match=f"^{message}"):
-        algo.load(tmp_path / "tampered", env=cartpole())
-    with pytest.raises(ValueError, match=f"^{message}"):
-        algo.load(tmp_path / "model", env=cartpole(), **{name: value})  # a value passed to load is checked too
-
-
-@pytest.mark.parametrize("algo", ALGOS)
-def test_the_old_tau_and_shared_curriculum_arguments_are_gone(algo):
-    for old in ({"tau": 0.1}, {"shared_curriculum": True}):
-        with pytest.raises(TypeError, match=next(iter(old))):
-            algo("MlpPolicy", cartpole(), **old)
 
 
 def test_unseedable_env_falls_back_to_unsynchronized_groups_with_a_warning():
@@ -980,15 +757,6 @@ def test_rewards_of_another_shape_are_refused_naming_the_shape(algo):
     model = algo("MlpPolicy", KeepRewardAxis(cartpole(2), lambda n: (n, 2)), seed=3)
     with pytest.raises(ValueError, match=re.escape("rewards of shape (2, 2): expected one scalar reward per env")):
         model.learn(10)
-
-
-def test_unsupported_action_space_uses_sb3_check():
-    class BinaryEnv(gym.Env):
-        observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
-        action_space = spaces.MultiBinary(2)
-
-    with pytest.raises(AssertionError, match="action space"):
-        Reinforce("MlpPolicy", DummyVecEnv([BinaryEnv] * 2))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """Tests of Trust-PCL: the lambda search, the relative-entropy consistency on TrustPCL's code path, targets, time limits."""
 
 import copy
-import inspect
 import math
 from collections import deque
 
@@ -20,7 +19,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from test_consistency import ref_consistency
 
 from sb3_pcl.hyperparams_files import hyperparams_dir, load_hyperparams
-from sb3_pcl.pcl import PCL
 from sb3_pcl.trust_pcl import TrustPCL
 from sb3_pcl.trust_pcl import trust_pcl as trust_pcl_module
 from sb3_pcl.trust_pcl.lambda_search import MIN_EPISODES, find_relative_entropy_coef, tilted_kl, tilted_log_probs
@@ -464,37 +462,6 @@ def test_gsde_with_the_relative_entropy_term(squash):
     assert th.isfinite(online).all()
 
 
-def test_trust_pcl_repeats_pcl_s_signature_and_forwards_every_argument():
-    """As DDPG repeats TD3's: every PCL argument is in TrustPCL's own signature (help(), IDEs, a typo's message)."""
-    pcl = inspect.signature(PCL.__init__).parameters
-    trust = inspect.signature(TrustPCL.__init__).parameters
-    own = {"max_divergence", "lambda_smoothing", "lambda_window", "lambda_fallback"}
-    changed_defaults = {"ent_coef", "target_network_lag"}
-    assert set(trust) == set(pcl) | own and not any(p.kind is p.VAR_KEYWORD for p in trust.values())
-    assert {name for name in pcl if trust[name].default != pcl[name].default} == changed_defaults
-    assert all(trust[name].annotation == pcl[name].annotation for name in pcl)
-    with pytest.raises(TypeError, match=r"TrustPCL\.__init__"):
-        TrustPCL("MlpPolicy", "CartPole-v1", max_divergense=0.01)
-    # every other PCL argument reaches the model unchanged
-    forwarded = {
-        "n_steps": 3,
-        "vf_coef": 0.7,
-        "value_fit": "grad",
-        "value_fit_kwargs": {"mix": 0.5},
-        "sample_from": "target",
-        "use_target_values": True,
-        "relative_entropy_coef": 0.2,
-        "start_windows": False,
-        "clip_adv": 2.0,
-    }
-    model = TrustPCL("MlpPolicy", "CartPole-v1", **{**FAST, "learning_starts": 10_000, **forwarded})
-    for name, value in forwarded.items():
-        assert getattr(model, name) == value, name
-    assert model._value_fit_settings.mix == 0.5
-    with pytest.raises(TypeError, match="tau"):
-        TrustPCL("MlpPolicy", "CartPole-v1", tau=0.1)  # the old name of ent_coef is gone, not silently reinterpreted
-
-
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"], ids=["Discrete", "Box"])
 def test_trust_region_policy_step_with_the_relative_entropy_term(env_id):
     """PCL's natural-gradient policy step on Trust-PCL's consistency: bounded in KL, and it lowers that consistency."""
@@ -559,24 +526,6 @@ def test_save_load_keeps_lambda(tmp_path):
     assert loaded.relative_entropy_coef == pytest.approx(0.95 * 12.345 + 0.05 * new)
     loaded.learn(64, reset_num_timesteps=False)
     assert loaded._n_updates > model._n_updates
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        ({"max_divergence": 0.0}, "max_divergence"),
-        ({"max_divergence": -1e-3}, "max_divergence"),
-        ({"lambda_smoothing": 1.0}, "lambda_smoothing"),
-        ({"lambda_smoothing": -0.1}, "lambda_smoothing"),
-        ({"lambda_window": 0}, "lambda_window"),
-        ({"lambda_window": 2.5}, "lambda_window"),
-        ({"relative_entropy_coef": -1.0}, "relative_entropy_coef"),
-        ({"n_steps": 0}, "n_steps"),
-    ],
-)
-def test_invalid_hyperparameters(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        TrustPCL("MlpPolicy", "CartPole-v1", **kwargs)
 
 
 def test_shipped_hyperparameters_and_sampler_build_the_algorithm():

@@ -2,7 +2,6 @@
 
 import copy
 import math
-import re
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +12,7 @@ from stable_baselines3.common.distributions import CategoricalDistribution, Diag
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 
-from sb3_pcl import PCL, TrustPCL
+from sb3_pcl import PCL
 from sb3_pcl.common.statistics import state_kl
 from sb3_pcl.pcl.consistency import pcl_policy_loss, value_targets
 from sb3_pcl.pcl.trust_region import (
@@ -554,89 +553,9 @@ def test_save_load_round_trip(tmp_path, value_fit, value_fit_kwargs):
     assert not th.equal(flat_params(loaded._policy_parameters), before)
 
 
-def _trust_region(**policy_step_kwargs) -> dict:
-    return {**TRUST_REGION, "policy_step_kwargs": policy_step_kwargs}
-
-
-def _fit(value_fit: str, **value_fit_kwargs) -> dict:
-    return {"value_fit": value_fit, "value_fit_kwargs": value_fit_kwargs}
-
-
-@pytest.mark.parametrize(
-    "kwargs, name",
-    [
-        ({"policy_step": "sgd"}, "policy_step must be one of ('gradient', 'trust_region')"),
-        ({"policy_step": "adam"}, "policy_step must be one of"),  # the old name of the gradient step
-        (_trust_region(loss="kl"), "policy_step_kwargs['loss']"),
-        (_trust_region(target_kl=0.0), "policy_step_kwargs['target_kl']"),
-        (_trust_region(target_kl=-0.01), "policy_step_kwargs['target_kl']"),
-        (_trust_region(target_kl=float("inf")), "policy_step_kwargs['target_kl']"),
-        (_trust_region(target_kl=float("nan")), "policy_step_kwargs['target_kl']"),
-        (_trust_region(cg_max_steps=0), "policy_step_kwargs['cg_max_steps']"),
-        (_trust_region(cg_max_steps=2.5), "policy_step_kwargs['cg_max_steps']"),
-        (_trust_region(cg_damping=-0.1), "policy_step_kwargs['cg_damping']"),
-        (_trust_region(cg_damping=float("nan")), "policy_step_kwargs['cg_damping']"),
-        (_trust_region(line_search_max_iter=0), "policy_step_kwargs['line_search_max_iter']"),
-        (_trust_region(line_search_shrinking_factor=0.0), "policy_step_kwargs['line_search_shrinking_factor']"),
-        (_trust_region(line_search_shrinking_factor=1.0), "policy_step_kwargs['line_search_shrinking_factor']"),
-        (_fit("best_fit", reg_coef=0.0), "value_fit_kwargs['reg_coef']"),
-        (_fit("best_fit", reg_coef=float("nan")), "value_fit_kwargs['reg_coef']"),
-        (_fit("grad", mix=0.0), "value_fit_kwargs['mix']"),
-        (_fit("best_fit", mix=1.5), "value_fit_kwargs['mix']"),
-        (_fit("lbfgs", mix=float("nan")), "value_fit_kwargs['mix']"),
-        (_fit("grad", learning_rate=0.0), "value_fit_kwargs['learning_rate']"),
-        (_fit("grad", gradient_steps=0), "value_fit_kwargs['gradient_steps']"),
-        (_fit("lbfgs", max_iter=0), "value_fit_kwargs['max_iter']"),
-        ({"value_fit": "newton"}, "value_fit must be one of ('joint', 'grad', 'best_fit', 'lbfgs')"),
-        ({"value_fit": None}, "value_fit must be one of"),  # the old spelling of the joint fit
-        ({"policy_step": "trust_region"}, "value_fit must be one of"),  # the value needs a separate fit
-        ({**TRUST_REGION, "ent_coef": 0.0}, "policy_step_kwargs['loss']='consistency' needs ent_coef"),
-    ],
-)
-def test_invalid_hyperparameters(kwargs, name):
-    with pytest.raises(ValueError, match=re.escape(name)):
-        PCL("MlpPolicy", "CartPole-v1", **kwargs)
-
-
-@pytest.mark.parametrize("algo", [PCL, TrustPCL])
-@pytest.mark.parametrize(
-    "kwargs, argument, key",
-    [
-        ({"value_fit": "grad", "value_fit_kwargs": {"reg_coef": 1e-3}}, "value_fit_kwargs", "reg_coef"),  # best_fit's
-        ({"value_fit": "lbfgs", "value_fit_kwargs": {"gradient_steps": 10}}, "value_fit_kwargs", "gradient_steps"),
-        ({"value_fit_kwargs": {"mix": 0.5}}, "value_fit_kwargs", "mix"),  # the joint fit takes no settings
-        ({"value_fit": "grad", "value_fit_kwargs": {"value_mix": 0.5}}, "value_fit_kwargs", "value_mix"),  # old name
-        ({"policy_step_kwargs": {"target_kl": 0.01}}, "policy_step_kwargs", "target_kl"),  # the gradient step takes none
-        (
-            {**TRUST_REGION, "policy_step_kwargs": {"trust_region_loss": "surrogate"}},
-            "policy_step_kwargs",
-            "trust_region_loss",
-        ),
-        ({"value_fit": "grad", "value_fit_kwargs": [("mix", 0.5)]}, "value_fit_kwargs must be None or a dict", "mix"),
-        ({**TRUST_REGION, "policy_step_kwargs": "surrogate"}, "policy_step_kwargs must be None or a dict", "surrogate"),
-    ],
-)
-def test_unknown_settings_of_a_part_are_rejected(algo, kwargs, argument, key):
-    with pytest.raises(ValueError, match=re.escape(argument)) as error:
-        algo("MlpPolicy", "CartPole-v1", **kwargs)
-    assert key in str(error.value)
-
-
 def test_trust_region_with_zero_entropy_works_with_the_surrogate():
     model = PCL(
         "MlpPolicy", "CartPole-v1", seed=0, ent_coef=0.0, policy_step_kwargs={"loss": "surrogate"}, **TRUST_REGION, **FAST
     )
     model.learn(300)
     assert model._n_updates > 0
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (TRUST_REGION, "value_fit='grad' is not supported with UnifiedPolicy"),
-        ({"policy_step": "trust_region"}, "with policy_step='trust_region'"),  # and the joint fit does not suit the step
-    ],
-)
-def test_unified_policy_rejects_trust_region(kwargs, match):
-    with pytest.raises(ValueError, match=re.escape(match)):
-        PCL("UnifiedMlpPolicy", "CartPole-v1", **kwargs)

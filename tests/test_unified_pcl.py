@@ -321,9 +321,3 @@ def test_the_unified_aliases() -> None:
     for algo in (RecurrentPCL, RecurrentTrustPCL):
         assert algo.policy_aliases["UnifiedMlpLstmPolicy"] is UnifiedLstmPolicy
         assert "UnifiedMlpPolicy" not in algo.policy_aliases
-
-
-@pytest.mark.parametrize("algo, recurrent_algo", [(PCL, "RecurrentPCL"), (TrustPCL, "RecurrentTrustPCL")])
-def test_feed_forward_algorithms_reject_the_recurrent_unified_policy(algo: type[PCL], recurrent_algo: str) -> None:
-    with pytest.raises(ValueError, match=rf"UnifiedMlpLstmPolicy is a recurrent policy: use .*\b{recurrent_algo}\b"):
-        algo("UnifiedMlpLstmPolicy", "sb3_pcl/Copy-v0", policy_kwargs=LSTM, **FAST)
