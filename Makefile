@@ -8,7 +8,7 @@ install:
 	pip install -e ".[all]"
 
 pytest:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto
 
 pytest-slow:
 	$(PYTHON) -m pytest -q -m slow

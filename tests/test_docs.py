@@ -179,7 +179,7 @@ def test_readme_has_the_two_setup_commands_and_ci_repeats_the_second():
     commands = [block.strip() for block in re.findall(r"```bash\n(.*?)```", setup, re.S)]
     assert commands == [
         "pip install torch==2.13.0 && pip install -e . && python -m sb3_pcl --algo pcl --env CartPole-v1",
-        'pip install torch==2.13.0 && pip install -e ".[tests]" && python -m pytest -q',
+        'pip install torch==2.13.0 && pip install -e ".[tests]" && python -m pytest -q -n auto',
     ]
     assert commands[1] in (ROOT / ".ci" / "run").read_text().splitlines()
 

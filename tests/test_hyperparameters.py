@@ -337,7 +337,7 @@ def test_trust_pcl_repeats_pcl_s_signature_and_forwards_every_argument() -> None
     pcl = inspect.signature(PCL.__init__).parameters
     trust = inspect.signature(TrustPCL.__init__).parameters
     own = {"max_divergence", "lambda_smoothing", "lambda_window", "lambda_fallback"}
-    changed_defaults = {"ent_coef", "target_network_lag"}
+    changed_defaults = {"learning_rate", "ent_coef", "target_network_lag"}  # learning rate: a constant 3e-3
     assert set(trust) == set(pcl) | own and not any(p.kind is p.VAR_KEYWORD for p in trust.values())
     assert {name for name in pcl if trust[name].default != pcl[name].default} == changed_defaults
     assert all(trust[name].annotation == pcl[name].annotation for name in pcl)

@@ -43,8 +43,8 @@ class TrustPCL(PCL):
     network (policy and value, polyak-averaged once per iteration), separate value optimisation
     and losses are PCL's.
 
-    The defaults keep PCL's data settings for small tasks (replay, batches, training frequency,
-    learning rate) and take the rest of the original Trust-PCL recipe: no entropy (``ent_coef=0``),
+    The defaults keep PCL's data settings for small tasks (replay, batches, training frequency), a constant learning
+    rate 3e-3 (PCL's decays from it to 0) and the rest of the original Trust-PCL recipe: no entropy (``ent_coef=0``),
     ``max_divergence=0.001``, a slow target (``target_network_lag=0.99``), smoothing 0.95 over 100
     episodes. ``hyperparams/trust_pcl.yml`` holds the published MuJoCo recipes.
 
