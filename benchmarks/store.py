@@ -86,7 +86,8 @@ NUMBER_COLUMNS = ("mean_return", "std_return", "wall_time_s", "cpu_time_s", "fps
 def check_evaluations(path: Path, text: str) -> None:
     """Check the content of an ``evaluations.csv`` as its writers leave it (a hand edit may not): a header of known
     columns with the :data:`REQUIRED_COLUMNS`, then rows of as many fields, numbers where numbers go, algorithm and env
-    named, the last row ended by a newline (else it may have been cut mid-way).
+    named, no field holding a line break (one row per line), the last row ended by a newline (else it may have been cut
+    mid-way).
 
     :raises BadFileError: naming ``path``, the line and the problem"""
     reader = csv.reader(io.StringIO(text), strict=True)
@@ -110,6 +111,8 @@ def check_evaluations(path: Path, text: str) -> None:
         if len(row) != len(header):
             raise BadFileError(f"{path}: line {number}: {len(row)} fields, the header has {len(header)} (a row cut mid-way?)")
         for name, value in zip(header, row, strict=True):
+            if "\n" in value or "\r" in value:  # one row per line, as written: a line break would also break a report
+                raise BadFileError(f"{path}: line {number}: {name} holds a line break: {value!r}")
             if name in ("algo", "env") and not value.strip():
                 raise BadFileError(f"{path}: line {number}: {name} is empty")
             if name in WHOLE_COLUMNS + NUMBER_COLUMNS and not _is_number(value, whole=name in WHOLE_COLUMNS):

@@ -223,6 +223,10 @@ ROW = "a2c,CartPole-v1,0,200,21.5,1.5,0.5,0.4,400.0,,abc123,Some CPU"
         ),  # found by the property test, as the next two
         (f"{HEADER}\n{ROW.replace('21.5', ' ')}\n", "line 2: mean_return must be a number \\(or empty\\), got ' '"),
         (f"{HEADER}\n{ROW.replace('21.5', '2_1')}\n", "line 2: mean_return must be a number"),
+        (
+            f"{HEADER}\n{ROW}\n{ROW.replace('Some CPU', chr(34) + chr(10) + 'Some CPU, 2 GHz' + chr(34))}\n",
+            "line 3: cpu holds a line break: '\\\\nSome CPU, 2 GHz'",
+        ),  # found by the slow property profile: a quoted field with a line break was read as one more row
     ],
 )
 def test_a_hand_edited_evaluations_csv_is_refused_naming_the_line(
