@@ -121,3 +121,15 @@ def test_the_tests_extra_leaves_the_heavy_integrations_to_their_own_extra():
     assert set(extras["integrations"]) >= {"sb3-pcl[ray,minari,onnx]"}
     ci = (REPO / ".ci" / "run").read_text()
     assert 'pip install -e ".[integrations]"' in ci and "SB3_PCL_INTEGRATIONS=required" in ci
+
+
+def test_ci_runs_every_test_file_that_needs_an_integration_with_it_installed():
+    """A test of an integration skips in the default run (the tests extra lacks it): CI's integration step must name
+    its file, or the test never runs anywhere."""
+    integrations = ("ray", "minari", "h5py", "jax", "onnx", "onnxruntime")  # conftest.INTEGRATIONS
+    pattern = re.compile(r"importorskip\(\"(" + "|".join(integrations) + r")[\".]")
+    needing = sorted(f"tests/{path.name}" for path in (REPO / "tests").glob("test_*.py") if pattern.search(path.read_text()))
+    ci = (REPO / ".ci" / "run").read_text()
+    step = ci.split("SB3_PCL_INTEGRATIONS=required", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"tests/test_\w+\.py", step))
+    assert needing and set(needing) <= named, f"add to the integration step of .ci/run: {set(needing) - named}"
