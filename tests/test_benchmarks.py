@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from benchmarks import algorithms, backends, campaign, harness, reporting, store
+from benchmarks import algorithms, backends, harness, reporting, store
+from benchmarks.campaign import __main__ as campaign_cli
 from benchmarks.run import main, parse_thresholds, run_grid
 from benchmarks.store import finish_invocation
 from benchmarks.summary import resolve_thresholds, summarize_results, threshold_crossings
@@ -127,7 +128,7 @@ def test_runs_write_rl_zoo3_log_folders_that_its_plots_read(
             assert log["ep_lengths"].dtype == np.int64 and (log["ep_lengths"] > 0).all()
     # export-zoo keeps the runs' own files; into another folder, it writes the CSV's mean -/+ std
     assert store.export_zoo(out) == []
-    assert campaign.main(["export-zoo", str(out), "--to", str(tmp_path / "zoo")]) == 0
+    assert campaign_cli.main(["export-zoo", str(out), "--to", str(tmp_path / "zoo")]) == 0
     for (algo, env, seed), run in runs:
         with np.load(harness.zoo_evaluations_path(tmp_path / "zoo", algo, env, seed)) as log:
             assert np.allclose(log["results"].mean(axis=1), run["mean_return"])

@@ -14,6 +14,7 @@ import yaml
 from run_testing import Crash, CrashAt
 
 from benchmarks import algorithms, backends, campaign, checkpoint, harness, report, reporting, store, summary
+from benchmarks.campaign import __main__ as campaign_cli
 
 CAMPAIGNS_DIR = algorithms.REPO_ROOT / "benchmarks" / "campaigns"
 PAPER = {"HalfCheetah-v5": 7057, "Swimmer-v5": 297, "Hopper-v5": 3805, "Walker2d-v5": 5027, "Ant-v5": 6104}
@@ -177,7 +178,9 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
     saved = checkpoint.read_state(first.checkpoint_dir)  # type: ignore[arg-type]
     assert saved is not None and 0 < saved["timesteps"] <= 500
 
-    assert campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0", "--quiet"]) == 0
+    assert (
+        campaign_cli.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0", "--quiet"]) == 0
+    )
     out = tmp_path / "out"
     frame = pd.read_csv(out / "evaluations.csv")
     assert set(store.COLUMNS) == set(frame.columns)
@@ -199,9 +202,11 @@ def test_run_resumes_partial_runs_records_stopped_ones_and_reports(tmp_path: Pat
     assert "1 stopped" in capsys.readouterr().out
 
     # a second run has nothing left to do; status and report read the folder
-    assert campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0", "--quiet"]) == 0
+    assert (
+        campaign_cli.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0", "--quiet"]) == 0
+    )
     assert len(pd.read_csv(out / "evaluations.csv")) == len(frame)
-    assert campaign.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    assert campaign_cli.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     text = capsys.readouterr().out
     assert "3 runs: 2 done, 1 stopped, 0 partial, 0 failed, 0 to do" in text
     report = (out / "results.md").read_text()
@@ -242,7 +247,7 @@ def test_a_partial_run_without_its_checkpoint_is_flagged_and_starts_again(
 
     monkeypatch.setattr(backends, "execute", spy)
     with caplog.at_level("WARNING", logger=campaign.logger.name):
-        results = campaign.run_campaign(loaded, workers=1, command="test")
+        results = campaign.run_campaign(loaded, workers=1, command="test", report=report.write_report)
     assert [result["ok"] for result in results] == [True]
     assert f"{first.name} has rows to " in caplog.text and "starts again from 0" in caplog.text
     # its old rows are gone before it starts: none can lend its stamp to a new row (at step 0 their keys can match)
@@ -257,7 +262,7 @@ def test_a_campaign_runs_once_at_a_time(tmp_path: Path, capsys: pytest.CaptureFi
     loaded = campaign.load_campaign(path, tmp_path / "checkpoints")
     # held as another run command of the same campaign would
     with campaign._running(loaded), pytest.raises(SystemExit):
-        campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0"])
+        campaign_cli.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints"), "--nice", "0"])
     assert "is already running (pid" in capsys.readouterr().err
     assert not (tmp_path / "out" / "config.json").exists() and not (tmp_path / "out" / "evaluations.csv").exists()
 
@@ -265,7 +270,7 @@ def test_a_campaign_runs_once_at_a_time(tmp_path: Path, capsys: pytest.CaptureFi
 def test_a_second_run_with_another_checkpoint_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     path = _write(tmp_path, _tiny(tmp_path))
     with campaign._running(campaign.load_campaign(path, tmp_path / "checkpoints")), pytest.raises(SystemExit):
-        campaign.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "elsewhere"), "--nice", "0"])
+        campaign_cli.main(["run", str(path), "--checkpoint-dir", str(tmp_path / "elsewhere"), "--nice", "0"])
     error = capsys.readouterr().err
     assert "is already running (pid" in error and f"checkpoints in {tmp_path / 'checkpoints'}" in error
     assert f"this one: checkpoints in {tmp_path / 'elsewhere'}" in error
@@ -343,7 +348,7 @@ def test_paper_table1_campaign_file() -> None:
 
 def test_status_of_the_checked_in_campaigns_in_one_call(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     files = sorted(str(path) for path in (algorithms.REPO_ROOT / "benchmarks" / "campaigns").glob("*.yml"))
-    assert campaign.main(["status", *files, "--checkpoint-dir", str(tmp_path)]) == 0
+    assert campaign_cli.main(["status", *files, "--checkpoint-dir", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert all(f"{file}:\n" in text for file in files) and text.count("runs: ") == len(files)
 
@@ -385,9 +390,9 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     )
     assert "| CartPole-v1 | 400 | ppo | 50.0 | - | 50.0 (stopped at 600) | 0.12 | - | 0.5 |" in table
     assert table.startswith("A paper.")
-    assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 1
+    assert campaign_cli.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 1
     assert "page.md" in capsys.readouterr().out and "old" in doc.read_text()  # --check rewrites nothing
-    assert campaign.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    assert campaign_cli.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     text = doc.read_text()
     assert table in text and "old" not in text and text.startswith("# Page") and text.endswith("\nAfter.\n")
     written = (out / harness.SUMMARY_FILENAME).read_text()
@@ -398,7 +403,7 @@ def test_reference_table_and_its_docs_block(tmp_path: Path, capsys: pytest.Captu
     assert "| Acrobot-v1 | - | a2c | - | - | seed 0: to do |" in table and "## Acrobot-v1\n\nNo evaluation yet." in written
     curves = re.findall(r"!\[[^]]*\]\(([^)]+)\)", doc.read_text())  # relative to the page; none for Acrobot
     assert curves == ["out/CartPole-v1_steps.png"] and (doc.parent / curves[0]).is_file()
-    assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    assert campaign_cli.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     doc.write_text("# Page without markers\n")
     with pytest.raises(ValueError, match="needs one line"):
         report.write_docs(loaded, store.read_evaluations(out))
@@ -475,7 +480,7 @@ def test_runs_on_tuning_seeds_are_listed_apart_and_left_out_of_the_comparison(tm
 def test_docs_blocks_of_the_campaigns_match_the_committed_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(algorithms.REPO_ROOT)
     for path in sorted((algorithms.REPO_ROOT / "benchmarks" / "campaigns").glob("*.yml")):
-        assert campaign.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path)]) == 0, path.name
+        assert campaign_cli.main(["report", str(path), "--check", "--checkpoint-dir", str(tmp_path)]) == 0, path.name
 
 
 def test_campaign_curves_show_the_mean_and_each_seed() -> None:

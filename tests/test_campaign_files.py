@@ -36,6 +36,7 @@ from run_testing import Crash, CrashAt
 from stable_baselines3 import A2C
 
 from benchmarks import backends, campaign, checkpoint, harness, store
+from benchmarks.campaign import __main__ as campaign_cli
 from benchmarks.checkpoint import BadFileError
 
 FAST = settings(
@@ -102,7 +103,7 @@ def test_a_damaged_checkpoint_fails_its_run_alone_naming_the_file(tmp_path: Path
     state = _checkpointed(torn, 300) / checkpoint.STATE_FILENAME
     _truncate(state)
     # status names the torn state file; it does not stop at it
-    assert campaign.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    assert campaign_cli.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     text = capsys.readouterr().out
     assert f"DAMAGED CHECKPOINT: {state}: cannot be read" in text and "3 runs: 0 done, 0 stopped, 1 partial, 1 failed" in text
     # run: the two damaged runs fail naming their file, the third one runs
@@ -121,7 +122,7 @@ def test_a_damaged_checkpoint_fails_its_run_alone_naming_the_file(tmp_path: Path
     assert frame[store.is_run(frame, fresh)]["timesteps"].tolist() == [0, 200, 400, 600, 800]
     assert store.is_run(frame, truncated).any()
     # and the report of the campaign is written, its status section naming the damaged checkpoint
-    assert campaign.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
+    assert campaign_cli.main(["report", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")]) == 0
     assert "DAMAGED CHECKPOINT" in (tmp_path / "out" / harness.SUMMARY_FILENAME).read_text()
     # deleting the damaged checkpoint folder, as the message says, starts the run again from step 0
     shutil.rmtree(truncated.checkpoint_dir)  # type: ignore[arg-type]
@@ -239,7 +240,7 @@ def test_a_hand_edited_evaluations_csv_is_refused_naming_the_line(
     with pytest.raises(BadFileError, match=f"^{csv}: {message}"):
         store.read_evaluations(tmp_path / "out")
     with pytest.raises(SystemExit):
-        campaign.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")])
+        campaign_cli.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")])
     error = capsys.readouterr().err
     assert f"{csv}: line" in error and "Traceback" not in error
 
@@ -255,7 +256,7 @@ def test_a_torn_run_metadata_file_is_named(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / harness.RUN_METADATA_FILENAME).write_text('{"a2c__CartPole-v1__seed0": {"status": "do')
     with pytest.raises(SystemExit):
-        campaign.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")])
+        campaign_cli.main(["status", str(path), "--checkpoint-dir", str(tmp_path / "checkpoints")])
     assert f"{tmp_path / 'out' / harness.RUN_METADATA_FILENAME}: cannot be read as JSON" in capsys.readouterr().err
 
 

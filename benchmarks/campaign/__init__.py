@@ -12,7 +12,6 @@ by its stop rule) and its checkpoints are deleted.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import dataclasses
@@ -399,7 +398,8 @@ def run_campaign(
     recorded: Mapping[str, Any] | None = None,
     skip_done: bool = True,
     fresh_process_per_run: bool = False,
-    report: Callable[[Campaign], Path] | None = None,
+    *,
+    report: Callable[[Campaign], Path],
 ) -> list[dict[str, Any]]:
     """
     Run the campaign's unfinished runs in their order (``partial`` ones resume from their checkpoints, ``failed`` ones
@@ -413,7 +413,7 @@ def run_campaign(
         the campaign file)
     :param skip_done: Skip the runs already ``done`` or ``stopped`` (else run every run again)
     :param fresh_process_per_run: Start a new worker process for every run
-    :param report: Writes the report (default :func:`benchmarks.report.write_report`)
+    :param report: Writes the report (:func:`benchmarks.report.write_report` for a campaign file's)
     :return: One result per run executed
     :raises RuntimeError: if the campaign is already running (another ``run`` holds its lock)
     """
@@ -454,8 +454,6 @@ def run_campaign(
             if task.name in failed:
                 store.forget_run(task)
         store.finish_invocation(campaign.out / harness.CONFIG_FILENAME, invocation, failed)
-        if report is None:
-            from benchmarks.report import write_report as report  # the report side imports this module
         report(campaign)
         return results
 
@@ -481,79 +479,3 @@ def _running(campaign: Campaign) -> Iterator[None]:
             handle.write(f"pid {os.getpid()} on {platform.node()}, checkpoints in {checkpoints}\n")
             handle.flush()
         yield
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """:return: The argument parser of ``python -m benchmarks.campaign``"""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.campaign", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run the unfinished runs, resuming the partial ones")
-    status = commands.add_parser("status", help="print done / stopped / partial / to do and the CPU-hours")
-    report = commands.add_parser("report", help="write results.md and the plots from evaluations.csv")
-    report.add_argument("--check", action="store_true", help="write nothing; exit 1 if a docs block differs from the data")
-    status.add_argument("file", nargs="+", help="campaign YAML files (each one's status in turn)")
-    for sub in (run, status, report):
-        if sub is not status:
-            sub.add_argument("file", help="campaign YAML file")
-        sub.add_argument("--checkpoint-dir", help="folder of the checkpoints (default: $SB3_PCL_CHECKPOINT_DIR)")
-    run.add_argument("--workers", type=int, default=1, help="parallel runs (default 1; each run uses one core)")
-    run.add_argument("--nice", type=int, default=10, help="niceness added to this process and its workers (default 10)")
-    run.add_argument("--backend", choices=backends.BACKENDS, default="local", help="local worker processes, or Ray tasks")
-    run.add_argument("--address", help="with --backend ray: HOST:PORT of the cluster's head, or auto")
-    run.add_argument("--quiet", action="store_true", help="only warnings")
-    export = commands.add_parser("export-zoo", help="write rl-zoo3's log folder of a results folder (rl_zoo3.plots read it)")
-    export.add_argument("folder", help="results folder (its evaluations.csv)")
-    export.add_argument("--to", help="the log folder (default: FOLDER/zoo)")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m benchmarks.campaign``. :return: The exit code (1 when a run failed)"""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO, format="%(message)s")
-    try:
-        return _command(parser, args, sys.argv[1:] if argv is None else list(argv))
-    except BadFileError as exc:  # a damaged file of the campaign's results folder (one run's fails that run alone)
-        parser.error(str(exc))
-
-
-def _command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
-    """Run the command of ``args`` (parsed from ``argv``); :return: its exit code"""
-    if args.command == "export-zoo":
-        written = store.export_zoo(args.folder, args.to)
-        print(f"Wrote {len(written)} evaluations.npz under {args.to or Path(args.folder) / harness.ZOO_DIRNAME}")
-        return 0
-    files = args.file if args.command == "status" else [args.file]
-    try:
-        campaigns = [load_campaign(file, args.checkpoint_dir) for file in files]
-    except (ValueError, ImportError) as exc:
-        parser.error(str(exc))
-    if args.command == "status":
-        for file, campaign in zip(files, campaigns, strict=True):
-            status = format_status(campaign, run_states(campaign))
-            print(f"{file}:\n{status}\n" if len(files) > 1 else status)
-        return 0
-    campaign = campaigns[0]
-    if args.command == "report":
-        from benchmarks.report import report_command  # the report side imports this module
-
-        return report_command(campaign, args.check)
-    if args.workers < 1:
-        parser.error(f"--workers must be at least 1, got {args.workers}")
-    try:
-        backends.check_backend(args.backend, args.address)
-    except ValueError as exc:
-        parser.error(str(exc))
-    os.nice(args.nice)
-    command = shlex.join(["python", "-m", "benchmarks.campaign", *argv])
-    try:
-        results = run_campaign(campaign, args.workers, args.backend, args.address, command)
-    except RuntimeError as exc:
-        parser.error(str(exc))
-    print(format_status(campaign, run_states(campaign)))
-    return 1 if any(not result["ok"] for result in results) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
