@@ -156,15 +156,21 @@ def test_same_seed_same_run(algo: type) -> None:
 
 
 @pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
-def test_sb3_conventions(algo: type, tmp_path: Any) -> None:
+def test_tensorboard_run_names_are_sb3s(algo: type, tmp_path: Any) -> None:
     assert inspect.signature(algo.learn).parameters["tb_log_name"].default == algo.__name__
     model = build(algo, tensorboard_log=str(tmp_path))
+    model.learn(10, tb_log_name="run")
+    model.learn(10)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["run_1", f"{algo.__name__}_1"])
+
+
+@pytest.mark.parametrize("algo", list(ALGOS), ids=IDS)
+def test_sb3_conventions(algo: type) -> None:
+    model = build(algo)
     assert 0 <= model.gamma <= 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # SB3 gives none: neither do we (a short budget below learning_starts included)
-        model.learn(10, tb_log_name="run")
-    model.learn(10)
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["run_1", f"{algo.__name__}_1"])
+        model.learn(10)
     for budget in (-1, 0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="total_timesteps must be a finite number > 0"):
             model.learn(budget)
